@@ -1,0 +1,5 @@
+"""`python -m gpustack`."""
+
+from gpustack.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""Cluster-wide settings: a pinned chart and a Kubernetes version gpustack knows (GS801-GS802)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+
+_PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
+OLDEST_MINOR = 25
+NEWEST_MINOR = 37
+ADMISSION_POLICY_MINOR = 30
+
+
+def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
+    version = ctx.blueprint.device_plugin.chart_version
+    if not _PINNED.match(version):
+        yield ctx.error(
+            "GS801",
+            ("spec", "devicePlugin", "chartVersion"),
+            f"device plugin chart version '{version}' is not pinned",
+            'name an exact release such as "0.20.0": a floating version changes the plugin under running '
+            "workloads on the next install, and the same blueprint stops meaning the same cluster",
+        )
+
+
+def check_kubernetes_version(ctx: Context) -> Iterator[Diagnostic]:
+    minor = ctx.blueprint.kubernetes_minor
+    path = ("spec", "kubernetes", "version")
+    version = ctx.blueprint.kubernetes_version
+    if minor < OLDEST_MINOR:
+        yield ctx.error(
+            "GS802",
+            path,
+            f"Kubernetes {version} is older than gpustack supports (1.{OLDEST_MINOR} to 1.{NEWEST_MINOR})",
+            "upgrade the cluster, or target 1.25 or newer",
+        )
+    elif minor > NEWEST_MINOR:
+        yield ctx.warning(
+            "GS802",
+            path,
+            f"Kubernetes {version} is newer than gpustack knows; manifests are checked against 1.{NEWEST_MINOR}",
+            None,
+        )
+    if minor < ADMISSION_POLICY_MINOR:
+        yield ctx.warning(
+            "GS803",
+            path,
+            f"Kubernetes {version} has no ValidatingAdmissionPolicy (GA in 1.30): tenant isolation rests on taints "
+            "and tolerations alone, which any pod can copy",
+            "upgrade to 1.30 or newer to have gpustack enforce each tenant's pools at admission",
+        )
+
+
+RULES = (check_chart_pinned, check_kubernetes_version)

@@ -1,0 +1,119 @@
+"""Hardware truth: the GPU model exists and its MIG layouts are ones the silicon can make (GS301-GS305)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.mig import check_layout, nearest_valid_layouts
+from gpustack.model import MigStrategy, NodePool, SharingStrategy
+
+
+def _layout_text(layout: dict[str, int]) -> str:
+    return "{" + ", ".join(f"{profile}: {count}" for profile, count in layout.items()) + "}"
+
+
+def check_models(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        if ctx.models[pool.name] is None:
+            suggestions = ctx.catalog.suggest(pool.gpu.model)
+            hint = f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+            yield ctx.error(
+                "GS301",
+                (*pool.gpu.path, "model"),
+                f"unknown GPU model '{pool.gpu.model}' in pool '{pool.name}'",
+                (hint + " " if hint else "")
+                + "use a catalog key or the nvidia.com/gpu.product label your nodes carry "
+                "(`gpustack models` lists them)",
+            )
+
+
+def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        model = ctx.models[pool.name]
+        mig = pool.sharing.mig
+        if model is None or mig is None:
+            continue
+        if model.mig is None:
+            yield ctx.error(
+                "GS302",
+                mig.path,
+                f"pool '{pool.name}' partitions {model.key} with MIG, but {model.key} does not support MIG",
+                "MIG needs an A30, A100, H100, H200, GH200, B200, GB200 or RTX PRO 6000 Blackwell; "
+                "share this GPU with time-slicing or MPS instead",
+                key=True,
+            )
+            continue
+        for group in mig.groups:
+            layout = group.instances
+            result = check_layout(model.mig, layout)
+            if result.valid:
+                continue
+            nearest = nearest_valid_layouts(model.mig, layout)
+            hint = (
+                "valid layouts close to this one: " + "; ".join(_layout_text(n) for n in nearest) if nearest else None
+            )
+            yield ctx.error(
+                "GS303",
+                group.path,
+                f"MIG layout {_layout_text(layout)} cannot be made on {model.key}: " + "; ".join(result.problems),
+                hint,
+            )
+        yield from _check_groups(ctx, pool)
+
+
+def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
+    mig = pool.sharing.mig
+    assert mig is not None
+    if len(mig.groups) == 1 and mig.groups[0].devices is None:
+        return
+    owner: dict[int, int] = {}
+    for index, group in enumerate(mig.groups):
+        for position, device in enumerate(group.devices or ()):
+            path = (*mig.path, "groups", index, "devices", position)
+            if device >= pool.gpu.count:
+                yield ctx.error(
+                    "GS305",
+                    path,
+                    f"GPU index {device} does not exist: nodes of pool '{pool.name}' have {pool.gpu.count} GPUs "
+                    f"(0..{pool.gpu.count - 1})",
+                    "list GPU indexes below gpu.count",
+                )
+            elif device in owner:
+                yield ctx.error(
+                    "GS305",
+                    path,
+                    f"GPU {device} is in MIG groups {owner[device]} and {index} of pool '{pool.name}'",
+                    "each GPU gets exactly one layout",
+                )
+            owner.setdefault(device, index)
+    missing = [d for d in range(pool.gpu.count) if d not in owner]
+    if missing:
+        yield ctx.error(
+            "GS305",
+            (*mig.path, "groups"),
+            f"GPU{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of pool '{pool.name}' "
+            f"{'are' if len(missing) > 1 else 'is'} in no MIG group",
+            "every GPU of the node needs a layout: add them to a group",
+        )
+
+
+def check_single_strategy(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        mig = pool.sharing.mig
+        if pool.sharing.strategy is not SharingStrategy.MIG or mig is None or mig.strategy is not MigStrategy.SINGLE:
+            continue
+        profiles = {p for group in mig.groups for p in group.instances}
+        if len(profiles) > 1:
+            yield ctx.error(
+                "GS304",
+                (*mig.path, "strategy"),
+                f"pool '{pool.name}' uses the single MIG strategy with several profiles "
+                f"({', '.join(sorted(profiles))})",
+                "single needs one profile on every GPU (the plugin reports 'more than one MIG device type present "
+                "on node' and GFD labels the node -MIG-INVALID); use strategy: mixed",
+            )
+
+
+RULES = (check_models, check_mig_layouts, check_single_strategy)

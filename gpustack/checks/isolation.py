@@ -1,0 +1,41 @@
+"""Taints that keep the right pods off the right nodes (GS701-GS702)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+
+
+def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        users = ctx.tenants_by_pool.get(pool.name, [])
+        if len(users) != 1:
+            continue
+        for taint in pool.taints:
+            if taint.key == "nvidia.com/gpu":
+                yield ctx.warning(
+                    "GS701",
+                    (*taint.path, "key"),
+                    f"pool '{pool.name}' is dedicated to tenant '{users[0]}' but is tainted with key nvidia.com/gpu: "
+                    "clusters with the ExtendedResourceToleration admission plugin add that toleration to every pod "
+                    "that requests nvidia.com/gpu, so any tenant's GPU pod tolerates it",
+                    f"use a key of your own, e.g. gpustack.io/pool={pool.name}",
+                )
+
+
+def check_no_execute(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        for taint in pool.taints:
+            if taint.effect == "NoExecute":
+                yield ctx.warning(
+                    "GS702",
+                    (*taint.path, "effect"),
+                    f"pool '{pool.name}' has a NoExecute taint ({taint.key}): applying it evicts every running pod "
+                    "on its nodes that does not tolerate it, including DaemonSets without a matching toleration",
+                    "use NoSchedule unless you mean to drain the nodes",
+                )
+
+
+RULES = (check_gpu_taint_on_dedicated_pool, check_no_execute)

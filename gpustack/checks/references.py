@@ -1,0 +1,122 @@
+"""Names are unique and every reference resolves (GS201-GS205)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic, JsonPath
+
+
+def _did_you_mean(name: str, choices: Iterable[str]) -> str:
+    options = sorted(set(choices))
+    close = difflib.get_close_matches(name, options, n=1)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return f"known: {', '.join(options)}" if options else "none are defined"
+
+
+def _duplicates(ctx: Context, what: str, items: Iterable[tuple[str, JsonPath]]) -> Iterator[Diagnostic]:
+    first: dict[str, JsonPath] = {}
+    for name, path in items:
+        if name in first:
+            yield ctx.error(
+                "GS201",
+                path,
+                f"{what} '{name}' is defined twice",
+                "give each one its own name",
+                related=[first[name]],
+            )
+        else:
+            first[name] = path
+
+
+def check_unique_names(ctx: Context) -> Iterator[Diagnostic]:
+    bp = ctx.blueprint
+    yield from _duplicates(ctx, "node pool", ((p.name, (*p.path, "name")) for p in bp.pools))
+    yield from _duplicates(ctx, "tenant", ((t.name, (*t.path, "name")) for t in bp.tenants))
+    yield from _duplicates(ctx, "workload", ((w.name, (*w.path, "name")) for w in bp.workloads))
+
+
+def check_namespace_owners(ctx: Context) -> Iterator[Diagnostic]:
+    owner: dict[str, tuple[str, JsonPath]] = {}
+    for tenant in ctx.blueprint.tenants:
+        for i, namespace in enumerate(tenant.namespaces):
+            path = (*tenant.path, "namespaces", i)
+            if namespace in owner and owner[namespace][0] != tenant.name:
+                yield ctx.error(
+                    "GS202",
+                    path,
+                    f"namespace '{namespace}' belongs to tenants '{owner[namespace][0]}' and '{tenant.name}'",
+                    "a namespace has one tenant: its quota and admission policy cannot serve two",
+                    related=[owner[namespace][1]],
+                )
+            owner.setdefault(namespace, (tenant.name, path))
+
+
+def check_nodes_in_one_pool(ctx: Context) -> Iterator[Diagnostic]:
+    seen: dict[str, tuple[str, JsonPath]] = {}
+    for pool in ctx.blueprint.pools:
+        for i, node in enumerate(pool.nodes):
+            path = (*pool.path, "nodes", i)
+            if node in seen and seen[node][0] != pool.name:
+                yield ctx.error(
+                    "GS203",
+                    path,
+                    f"node '{node}' is in pools '{seen[node][0]}' and '{pool.name}'",
+                    "a node carries one pool's labels, taints and device-plugin config: list it in one pool",
+                    related=[seen[node][1]],
+                )
+            seen.setdefault(node, (pool.name, path))
+
+
+def check_references(ctx: Context) -> Iterator[Diagnostic]:
+    bp = ctx.blueprint
+    pools = set(ctx.pools)
+    tenants = {t.name: t for t in bp.tenants}
+    for tenant in bp.tenants:
+        for i, pool in enumerate(tenant.pools):
+            if pool not in pools:
+                yield ctx.error(
+                    "GS204",
+                    (*tenant.path, "pools", i),
+                    f"tenant '{tenant.name}' names pool '{pool}', which is not defined",
+                    _did_you_mean(pool, pools),
+                )
+        for pool, _ in tenant.quota:
+            if pool not in pools:
+                yield ctx.error(
+                    "GS204",
+                    (*tenant.path, "quota", pool),
+                    f"tenant '{tenant.name}' has a quota on pool '{pool}', which is not defined",
+                    _did_you_mean(pool, pools),
+                    key=True,
+                )
+    for workload in bp.workloads:
+        if workload.pool not in pools:
+            yield ctx.error(
+                "GS204",
+                (*workload.path, "pool"),
+                f"workload '{workload.name}' runs on pool '{workload.pool}', which is not defined",
+                _did_you_mean(workload.pool, pools),
+            )
+        tenant = tenants.get(workload.tenant)
+        if tenant is None:
+            yield ctx.error(
+                "GS205",
+                (*workload.path, "tenant"),
+                f"workload '{workload.name}' belongs to tenant '{workload.tenant}', which is not defined",
+                _did_you_mean(workload.tenant, tenants),
+            )
+        elif workload.namespace is not None and workload.namespace not in tenant.namespaces:
+            yield ctx.error(
+                "GS205",
+                (*workload.path, "namespace"),
+                f"workload '{workload.name}' is in namespace '{workload.namespace}', "
+                f"which is not one of tenant '{tenant.name}''s namespaces",
+                f"use one of: {', '.join(tenant.namespaces)}",
+            )
+
+
+RULES = (check_unique_names, check_namespace_owners, check_nodes_in_one_pool, check_references)

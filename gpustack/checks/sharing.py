@@ -1,0 +1,113 @@
+"""Sharing rules the device plugin enforces at run time, caught before apply (GS401-GS406)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.model import SharingStrategy
+from gpustack.quantity import GIB, format_gib, parse_quantity
+
+OWNED_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "gpustack.io/pool")
+
+
+def check_mps_with_mig(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        if pool.sharing.strategy is not SharingStrategy.MPS:
+            continue
+        if pool.sharing.mig is not None:
+            yield ctx.error(
+                "GS401",
+                pool.sharing.mig.path,
+                f"pool '{pool.name}' combines MPS with MIG, which the NVIDIA device plugin refuses "
+                "('sharing using MPS is not supported for MIG devices')",
+                "choose one: MIG for hard isolation, or MPS on whole GPUs; remove the mig block",
+                key=True,
+            )
+
+
+def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        replication = pool.sharing.replication
+        model = ctx.models[pool.name]
+        if replication is None:
+            continue
+        kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
+        path = (*replication.path, "replicas")
+        if replication.replicas < 2:
+            yield ctx.error(
+                "GS402",
+                path,
+                f"{kind} in pool '{pool.name}' has {replication.replicas} replica; the device plugin requires at "
+                "least 2 ('number of replicas must be >= 2') and fails to start",
+                "use replicas >= 2, or sharing.strategy: none for whole GPUs",
+            )
+        if pool.sharing.strategy is SharingStrategy.MPS and model is not None:
+            cap = model.mps_max_clients
+            if replication.replicas > cap:
+                yield ctx.error(
+                    "GS403",
+                    path,
+                    f"MPS in pool '{pool.name}' asks for {replication.replicas} replicas; {model.key} "
+                    f"(compute capability {model.compute_capability}) allows at most {cap} MPS clients per GPU",
+                    f"use replicas <= {cap}",
+                )
+
+
+def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        if pool is None or pool.sharing.strategy is not SharingStrategy.TIME_SLICING or workload.gpu.memory is None:
+            continue
+        model = ctx.models[pool.name]
+        replication = pool.sharing.replication
+        if model is None or replication is None:
+            continue
+        try:
+            need = parse_quantity(workload.gpu.memory)
+        except ValueError:
+            continue
+        total = need * replication.replicas
+        gpu_memory = Decimal(model.memory_gib) * GIB
+        if total > gpu_memory:
+            yield ctx.warning(
+                "GS404",
+                (*workload.gpu.path, "memory"),
+                f"workload '{workload.name}' needs {format_gib(need)} of GPU memory; pool '{pool.name}' time-slices "
+                f"each {model.key} {replication.replicas} ways, so {replication.replicas} such pods can land on one "
+                f"GPU and ask for {format_gib(total)} of its {model.memory_gib} GiB",
+                "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
+                "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
+            )
+
+
+def check_mps_needs_gfd(ctx: Context) -> Iterator[Diagnostic]:
+    if ctx.blueprint.device_plugin.gfd:
+        return
+    for pool in ctx.blueprint.pools:
+        if pool.sharing.strategy is SharingStrategy.MPS:
+            yield ctx.error(
+                "GS405",
+                (*pool.sharing.path, "strategy"),
+                f"pool '{pool.name}' uses MPS, but GPU Feature Discovery is off (devicePlugin.gfd: false)",
+                "the MPS control daemon only runs on nodes GFD labels nvidia.com/mps.capable=true: set gfd: true",
+            )
+
+
+def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        for key, _ in pool.labels:
+            if key in OWNED_LABELS:
+                yield ctx.error(
+                    "GS406",
+                    (*pool.path, "labels", key),
+                    f"pool '{pool.name}' sets label '{key}', which gpustack derives from the pool's sharing",
+                    "remove it: gpustack writes this label from sharing (and a hand-set MIG config beside MPS "
+                    "would break the device plugin)",
+                    key=True,
+                )
+
+
+RULES = (check_mps_with_mig, check_replicas, check_memory_oversubscription, check_mps_needs_gfd, check_owned_labels)

@@ -1,0 +1,125 @@
+"""Tenants get only the pools they are granted, and quotas that mean something (GS501-GS506)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.needs import Requests, resolve_need
+from gpustack.offers import full_resource_name, offer_for
+
+
+def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in ctx.blueprint.tenants:
+        for pool_name, items in tenant.quota:
+            pool = ctx.pools.get(pool_name)
+            if pool is None:
+                continue
+            path = (*tenant.path, "quota", pool_name)
+            if pool_name not in tenant.pools:
+                yield ctx.error(
+                    "GS503",
+                    path,
+                    f"tenant '{tenant.name}' has a quota on pool '{pool_name}' but is not allowed on it",
+                    f"add '{pool_name}' to the tenant's pools, or drop the quota",
+                    key=True,
+                )
+            offers = ctx.offers[pool_name]
+            if not offers:
+                continue
+            nodes = len(pool.nodes)
+            for resource, amount in items:
+                offer = offer_for(offers, full_resource_name(resource))
+                if offer is None:
+                    advertised = ", ".join(o.short_name for o in offers)
+                    yield ctx.error(
+                        "GS502",
+                        (*path, resource),
+                        f"quota names '{resource}', which pool '{pool_name}' does not advertise",
+                        f"pool '{pool_name}' advertises {advertised}",
+                        key=True,
+                    )
+                    continue
+                capacity = offer.per_node * nodes
+                if amount > capacity:
+                    yield ctx.warning(
+                        "GS501",
+                        (*path, resource),
+                        f"tenant '{tenant.name}' may use {amount} {offer.resource} in pool '{pool_name}', but the pool "
+                        f"has only {capacity} ({nodes} node(s) x {offer.per_node})",
+                        f"lower the quota to at most {capacity}, or add nodes to the pool",
+                    )
+
+
+def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
+    tenants = {t.name: t for t in ctx.blueprint.tenants}
+    for workload in ctx.blueprint.workloads:
+        tenant = tenants.get(workload.tenant)
+        if tenant is None or workload.pool not in ctx.pools:
+            continue
+        if workload.pool not in tenant.pools:
+            yield ctx.error(
+                "GS504",
+                (*workload.path, "pool"),
+                f"workload '{workload.name}' of tenant '{tenant.name}' runs on pool '{workload.pool}', "
+                "which the tenant is not allowed on",
+                f"tenant '{tenant.name}' may use {', '.join(tenant.pools)}; or grant the pool in the tenant's pools",
+            )
+
+
+def tenant_demand(ctx: Context, tenant_name: str) -> dict[tuple[str, str], int]:
+    """(pool, resource) -> units the tenant's templates request when all their pods run."""
+    demand: dict[tuple[str, str], int] = {}
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        model = ctx.models.get(workload.pool)
+        if workload.tenant != tenant_name or pool is None or model is None:
+            continue
+        requests = resolve_need(workload, pool, model, ctx.offers[pool.name])
+        if isinstance(requests, Requests):
+            for resource, amount in requests.items:
+                key = (pool.name, resource)
+                demand[key] = demand.get(key, 0) + amount * workload.pods
+    return demand
+
+
+def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in ctx.blueprint.tenants:
+        quota = {pool: dict(items) for pool, items in tenant.quota}
+        for (pool, resource), needed in sorted(tenant_demand(ctx, tenant.name).items()):
+            if pool not in quota:
+                continue
+            short = resource.removeprefix("nvidia.com/")
+            allowed = quota[pool].get(short)
+            if allowed is not None and needed > allowed:
+                yield ctx.warning(
+                    "GS505",
+                    (*tenant.path, "quota", pool, short),
+                    f"tenant '{tenant.name}''s workload templates request {needed} {resource} in pool '{pool}', "
+                    f"its quota allows {allowed}",
+                    "pods beyond the quota are refused with 'exceeded quota'; raise the quota or scale the templates",
+                )
+
+
+def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in ctx.blueprint.tenants:
+        by_resource: dict[str, list[str]] = {}
+        for pool_name, _ in tenant.quota:
+            for offer in ctx.offers.get(pool_name, ()):
+                by_resource.setdefault(offer.resource, []).append(pool_name)
+        for resource, pools in sorted(by_resource.items()):
+            if len(pools) > 1:
+                yield ctx.warning(
+                    "GS506",
+                    (*tenant.path, "quota"),
+                    f"tenant '{tenant.name}' has quotas on pools {', '.join(repr(p) for p in pools)}, which all "
+                    f"advertise {resource}: a ResourceQuota counts them together, "
+                    "so per-pool amounts cannot be enforced",
+                    "gpustack writes the sum as the namespace quota; for per-pool (per GPU model) limits use the "
+                    "Kueue integration (tenant scheduler: kueue), whose ResourceFlavors tell the pools apart",
+                    key=True,
+                )
+
+
+RULES = (check_quota_resources, check_workload_pool_allowed, check_quota_covers_templates, check_shared_resource_names)

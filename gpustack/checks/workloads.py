@@ -1,0 +1,77 @@
+"""Workload templates ask for what their pool can actually give (GS601-GS604)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
+from gpustack.needs import Unfit, resolve_need
+
+
+def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        model = ctx.models.get(workload.pool)
+        if pool is None or model is None or not ctx.offers[pool.name]:
+            continue
+        result = resolve_need(workload, pool, model, ctx.offers[pool.name])
+        if isinstance(result, Unfit):
+            need = workload.gpu
+            # count is only defaulted when profile or memory is written, so the field named here always exists
+            field = "profile" if need.profile else "memory" if need.memory else "count"
+            path = (*need.path, field)
+            yield ctx.error("GS601", path, f"workload '{workload.name}' {result.reason}", result.hint)
+
+
+def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        for key, _ in workload.env:
+            if key == "CUDA_VISIBLE_DEVICES":
+                yield ctx.error(
+                    "GS602",
+                    (*workload.path, "env", key),
+                    f"workload '{workload.name}' sets CUDA_VISIBLE_DEVICES by hand",
+                    "remove it: the device plugin exposes exactly the allocated GPUs to the container, and a "
+                    "hand-set index points at the wrong device or none",
+                    key=True,
+                )
+
+
+def check_shared_request_size(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        if pool is None or pool.sharing.replication is None or workload.gpu.count <= 1:
+            continue
+        if pool.sharing.replication.fail_requests_greater_than_one:
+            kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
+            yield ctx.error(
+                "GS603",
+                (*workload.gpu.path, "count"),
+                f"workload '{workload.name}' asks for {workload.gpu.count} shared GPUs in pool '{pool.name}', whose "
+                f"{kind} config has failRequestsGreaterThanOne: the kubelet rejects such pods "
+                "(UnexpectedAdmissionError: maximum request size for shared resources is 1)",
+                "ask for 1; more replicas of one GPU do not give more compute anyway",
+            )
+
+
+def check_volcano_scheduler(ctx: Context) -> Iterator[Diagnostic]:
+    tenants = {t.name: t for t in ctx.blueprint.tenants}
+    for workload in ctx.blueprint.workloads:
+        tenant = tenants.get(workload.tenant)
+        if (
+            workload.kind is WorkloadKind.VOLCANO_JOB
+            and tenant is not None
+            and tenant.scheduler is not Scheduler.VOLCANO
+        ):
+            yield ctx.warning(
+                "GS604",
+                (*workload.path, "kind"),
+                f"workload '{workload.name}' is a VolcanoJob, but tenant '{tenant.name}' uses the "
+                f"{tenant.scheduler} scheduler",
+                "set the tenant's scheduler: volcano so its queue and gang scheduling are generated",
+            )
+
+
+RULES = (check_gpu_need_fits_pool, check_cuda_visible_devices, check_shared_request_size, check_volcano_scheduler)

@@ -1,0 +1,95 @@
+"""`gpustack diff OLD NEW` and `gpustack diff --base REV BLUEPRINT`: review a blueprint change."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from gpustack.commands.options import output_option
+from gpustack.commands.validate import line_lookup
+from gpustack.diagnostic import Severity, sort_diagnostics
+from gpustack.report import format_json, format_text
+from gpustack.review.loading import Side, side_at_revision, side_from_file
+from gpustack.review.report import RENDERERS
+from gpustack.review.review import review_change
+from gpustack.review.revision import RevisionError
+from gpustack.review.risk import Level
+
+EXIT_SAME = 0
+EXIT_CHANGED = 1
+EXIT_ERROR = 2
+
+
+def _fail(message: str, output: str) -> None:
+    if output == "json":
+        click.echo(json.dumps({"error": message}))
+    click.echo(f"gpustack diff: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _report_invalid(sides: list[Side], output: str) -> None:
+    """Like `gpustack validate`: every problem with its source line; JSON on stdout, text on stderr."""
+    results = [s.validation for s in sides if s.validation is not None and not s.validation.ok]
+    if output == "json":
+        click.echo(format_json([(r.file, sort_diagnostics(r.diagnostics)) for r in results]), nl=False)
+    else:
+        diagnostics = [d for r in results for d in sort_diagnostics(r.diagnostics)]
+        click.echo(format_text(diagnostics, line_lookup(results)) + "\n", err=True)
+        files = ", ".join(r.file for r in results)
+        errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+        click.echo(f"gpustack diff: {files}: {errors} error(s); nothing to review", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.command(name="diff")
+@click.argument("blueprints", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--base",
+    metavar="REV",
+    help="Compare BLUEPRINT with its version at git revision REV (a branch such as origin/main, a tag, a commit).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice([str(level) for level in Level]),
+    help="Exit 1 only when a risk at or above this severity is flagged (otherwise 0), instead of on any change.",
+)
+@output_option(("text", "markdown", "json"))
+def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, output: str) -> None:
+    """Review a blueprint change: OLD NEW, or --base REV BLUEPRINT.
+
+    Reports pools, tenants and workloads added, removed or changed field by field; capacity per pool
+    and tenant before and after; risk flags (MIG re-partitioning, evicting taints, renamed resources,
+    ...) with the nodes and workloads they touch; and the manifest objects that change, with diffs.
+
+    Exit 0 no change, 1 changes (with --fail-on: a risk at or above that severity), 2 error:
+    an invalid blueprint on either side, a git failure, or a usage error.
+    """
+    if base is not None and len(blueprints) != 1:
+        raise click.UsageError("with --base give exactly one BLUEPRINT (the working-tree version)")
+    if base is None and len(blueprints) != 2:
+        raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
+    try:
+        before = side_at_revision(blueprints[0], base) if base is not None else side_from_file(blueprints[0])
+    except RevisionError as error:
+        _fail(str(error), output)
+        return
+    after = side_from_file(blueprints[-1])
+    if before.snapshot is None or after.snapshot is None:
+        _report_invalid([before, after], output)
+        return
+    review = review_change(before.snapshot, after.snapshot)
+    failed = [
+        (snapshot.label, errors)
+        for snapshot in (review.before, review.after)
+        if (errors := [d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR])
+    ]
+    if failed:
+        if output == "json":
+            click.echo(format_json(failed), nl=False)
+        for label, errors in failed if output != "json" else ():
+            click.echo(f"{label}:\n" + format_text(sort_diagnostics(errors)) + "\n", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(RENDERERS[output](review), nl=False)
+    sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)

@@ -1,0 +1,45 @@
+"""`gpustack graph BLUEPRINT`: pools, tenants and workloads as a Mermaid flowchart."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+import click
+
+from gpustack.catalog import load_catalog
+from gpustack.commands.options import output_option
+from gpustack.commands.validate import line_lookup
+from gpustack.context import Context
+from gpustack.graph import blueprint_graph, render_mermaid
+from gpustack.report import format_json, format_text
+from gpustack.validation import validate_path
+
+
+@click.command(name="graph")
+@click.argument("blueprint", type=click.Path(dir_okay=False, allow_dash=True))
+@output_option(("text", "markdown", "json"))
+def command(blueprint: str, output: str) -> None:
+    """Draw BLUEPRINT's pools (GPU model, nodes, sharing), tenants and workloads as a Mermaid flowchart.
+
+    text prints the Mermaid source, markdown wraps it in a ```mermaid block that GitHub and GitLab
+    render, json gives the source with the nodes and edges. Exit 0, or 1 for an invalid blueprint.
+    """
+    result = validate_path(blueprint)
+    if not result.ok or result.blueprint is None:
+        if output == "json":
+            click.echo(format_json([(result.file, result.diagnostics)]), nl=False)
+        else:
+            click.echo(format_text(result.diagnostics, line_lookup([result])) + "\n", err=True)
+        sys.exit(1)
+    graph = blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog()))
+    source = render_mermaid(graph)
+    if output == "markdown":
+        click.echo(f"```mermaid\n{source}```")
+    elif output == "json":
+        data = {"mermaid": source, "nodes": [asdict(n) | {"id": n.id} for n in graph.nodes]}
+        data["edges"] = [asdict(e) for e in graph.edges]
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(source, nl=False)

@@ -1,0 +1,64 @@
+"""`compile_blueprint(blueprint) -> Plan`: pure, deterministic, one module per output family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpustack.catalog import Catalog, load_catalog
+from gpustack.compile import device_plugin, mig, nodes, tenants, topology, workloads
+from gpustack.compile.plan import FamilyOutput, Manifest, Plan
+from gpustack.context import Context
+from gpustack.model import Blueprint
+
+Family = Callable[[Context], FamilyOutput]
+
+FAMILIES: tuple[Family, ...] = (
+    tenants.compile_tenants,
+    device_plugin.compile_device_plugin,
+    mig.compile_mig,
+    nodes.compile_nodes,
+    topology.compile_topology,
+    workloads.compile_workloads,
+)
+
+# Apply order: what others refer to comes first (namespaces before what lives in them,
+# CRD-backed kinds after the built-in ones, workloads last).
+KIND_RANK: dict[str, int] = {
+    "Namespace": 0,
+    "PriorityClass": 1,
+    "ConfigMap": 2,
+    "ResourceQuota": 3,
+    "LimitRange": 3,
+    "Node": 4,
+    "ValidatingAdmissionPolicy": 5,
+    "ValidatingAdmissionPolicyBinding": 6,
+    "ResourceFlavor": 7,
+    "ClusterQueue": 8,
+    "Queue": 8,
+    "LocalQueue": 9,
+}
+WORKLOAD_RANK = 10
+
+
+def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
+    rank = KIND_RANK.get(manifest.kind, WORKLOAD_RANK)
+    return (rank, manifest.namespace or "", manifest.kind, manifest.name)
+
+
+def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None) -> Plan:
+    """The Plan for a blueprint that validated without errors."""
+    context = Context(blueprint, catalog or load_catalog())
+    merged = FamilyOutput()
+    for family in FAMILIES:
+        output = family(context)
+        merged.objects.extend(output.objects)
+        merged.releases.extend(output.releases)
+        merged.artifacts.extend(output.artifacts)
+        merged.diagnostics.extend(output.diagnostics)
+    return Plan(
+        blueprint=blueprint.name,
+        objects=tuple(sorted(merged.objects, key=_rank)),
+        releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
+        artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
+        diagnostics=tuple(merged.diagnostics),
+    )

@@ -1,0 +1,226 @@
+"""The NVIDIA device plugin as one Helm release: a named config per distinct pool setup, placed on gpustack's pools.
+
+Each node picks its config through the `nvidia.com/device-plugin.config` label (nodes.py writes it),
+so pools that share an effective config share one key. Config files are built as data and checked
+against the upstream rules in tests, because the plugin parses them non-strictly: a misspelt key is
+silently ignored rather than rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpustack.compile.labels import MAX_LABEL_VALUE, POOL_LABEL
+from gpustack.compile.plan import FamilyOutput, HelmRelease, Object
+from gpustack.context import Context
+from gpustack.model import DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy
+from gpustack.offers import GPU
+from gpustack.yamlout import dump_yaml
+
+RELEASE_NAME = "nvidia-device-plugin"
+CHART_NAME = "nvidia-device-plugin"
+VALUES_FILE = "device-plugin/values.yaml"
+CONFIG_VERSION = "v1"
+# The chart's `mps.root` default, which it also exports as MPS_ROOT; gpustack leaves mps.root alone.
+MPS_ROOT = "/run/nvidia/mps"
+# The config a node without the label falls back to: whole GPUs with the cluster-wide flags.
+DEFAULT_CONFIG_KEY = "whole-gpu"
+MIG_NONE = "none"
+# A config key is both a ConfigMap key and a label value, so it must satisfy the stricter of the two.
+MAX_KEY_LENGTH = MAX_LABEL_VALUE
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Replacing `tolerations` replaces the chart's list, so its two defaults are repeated here.
+CHART_TOLERATIONS: tuple[Object, ...] = (
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """One device-plugin config file and the pools whose nodes select it."""
+
+    key: str
+    config: Object
+    pools: tuple[str, ...]
+
+
+def served_pools(ctx: Context) -> list[NodePool]:
+    """Pools the NVIDIA plugin runs on: every pool but HAMi's, whose own device plugin owns the GPUs there."""
+    return [pool for pool in ctx.blueprint.pools if pool.sharing.strategy is not SharingStrategy.HAMI]
+
+
+def build_config(flags: DevicePluginFlags, pool: NodePool | None) -> Object:
+    """The config file for a pool (None: the cluster default, whole GPUs), cluster flags merged with its overrides."""
+    sharing = pool.sharing if pool is not None else None
+    strategy = sharing.strategy if sharing is not None else SharingStrategy.NONE
+    effective = flags.merged(pool.flags) if pool is not None else flags
+    mig_strategy = MIG_NONE
+    if strategy is SharingStrategy.MIG and sharing is not None and sharing.mig is not None:
+        mig_strategy = sharing.mig.strategy.value
+    mps = strategy is SharingStrategy.MPS
+    config: Object = {"version": CONFIG_VERSION, "flags": _flags(effective, mig_strategy, mps=mps)}
+    replication = sharing.replication if sharing is not None else None
+    if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and replication is not None:
+        config["sharing"] = {"mps" if mps else "timeSlicing": _replicated(replication)}
+    return config
+
+
+def _flags(flags: DevicePluginFlags, mig_strategy: str, *, mps: bool) -> Object:
+    # migStrategy is always written: a config without it would inherit whatever the environment says.
+    out: Object = {"migStrategy": mig_strategy}
+    if flags.fail_on_init_error is not None:
+        out["failOnInitError"] = flags.fail_on_init_error
+    if flags.nvidia_driver_root is not None:
+        out["nvidiaDriverRoot"] = flags.nvidia_driver_root
+    if mps:
+        # The plugin refuses MPS without it ("using MPS requires --mps-root to be specified").
+        out["mpsRoot"] = MPS_ROOT
+    plugin: Object = {}
+    if flags.pass_device_specs is not None:
+        plugin["passDeviceSpecs"] = flags.pass_device_specs
+    if flags.device_list_strategy is not None:
+        strategies = list(flags.device_list_strategy)
+        plugin["deviceListStrategy"] = strategies[0] if len(strategies) == 1 else strategies
+    if flags.device_id_strategy is not None:
+        plugin["deviceIDStrategy"] = flags.device_id_strategy
+    if plugin:
+        out["plugin"] = plugin
+    return out
+
+
+def _replicated(replication: Replication) -> Object:
+    # `rename` and `devices` are left out: the plugin discards both at start-up (only renameByDefault works).
+    return {
+        "renameByDefault": replication.rename_by_default,
+        "failRequestsGreaterThanOne": replication.fail_requests_greater_than_one,
+        "resources": [{"name": GPU, "replicas": replication.replicas}],
+    }
+
+
+def describe_setup(pool: NodePool) -> str:
+    """The name a pool's setup reads as, before any disambiguation."""
+    sharing = pool.sharing
+    renamed = "-renamed" if sharing.replication is not None and sharing.replication.rename_by_default else ""
+    if sharing.strategy is SharingStrategy.TIME_SLICING and sharing.replication is not None:
+        return f"time-slicing-{sharing.replication.replicas}{renamed}"
+    if sharing.strategy is SharingStrategy.MPS and sharing.replication is not None:
+        return f"mps-{sharing.replication.replicas}{renamed}"
+    if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
+        return "mig-single" if sharing.mig.strategy is MigStrategy.SINGLE else "mig-mixed"
+    return DEFAULT_CONFIG_KEY
+
+
+def name_configs(ctx: Context) -> list[NamedConfig]:
+    """Every config the plugin gets, keyed; the default (whole GPUs, cluster flags) always comes first.
+
+    Pools with equal configs share a key. A setup whose readable key is already taken by a different
+    config gets the name of its first pool appended (cut to fit), then a counter if even that collides:
+    deterministic, and unchanged by pools added after it in the blueprint.
+    """
+    flags = ctx.blueprint.device_plugin.flags
+    configs: list[tuple[str, Object, list[str]]] = [(DEFAULT_CONFIG_KEY, build_config(flags, None), [])]
+    for pool in served_pools(ctx):
+        config = build_config(flags, pool)
+        same = next((entry for entry in configs if entry[1] == config), None)
+        if same is not None:
+            same[2].append(pool.name)
+            continue
+        taken = {key for key, _, _ in configs}
+        configs.append((_free_key(describe_setup(pool), pool.name, taken), config, [pool.name]))
+    return [NamedConfig(key, config, tuple(pools)) for key, config, pools in configs]
+
+
+def _free_key(readable: str, pool: str, taken: set[str]) -> str:
+    if readable not in taken:
+        return readable
+    candidate = _fit(f"{readable}-{pool}")
+    counter = 2
+    while candidate in taken:
+        suffix = f"-{counter}"
+        candidate = _fit(f"{readable}-{pool}", len(suffix)) + suffix
+        counter += 1
+    return candidate
+
+
+def _fit(key: str, reserve: int = 0) -> str:
+    # Cutting can leave a '-' at the end, which a label value may not have.
+    return key[: MAX_KEY_LENGTH - reserve].rstrip("-_.")
+
+
+def assign_config_keys(ctx: Context) -> dict[str, str]:
+    """Pool name -> the config key its nodes are labelled with (served pools only)."""
+    return {pool: named.key for named in name_configs(ctx) for pool in named.pools}
+
+
+def device_plugin_config_key(ctx: Context, pool: NodePool) -> str:
+    """The `nvidia.com/device-plugin.config` value for a pool's nodes; KeyError for a HAMi pool."""
+    return assign_config_keys(ctx)[pool.name]
+
+
+def build_affinity(pools: list[str]) -> Object:
+    """Required affinity to gpustack's pool label.
+
+    Replaces the chart's default, which matches only nodes that NFD or GFD labelled: the plugin
+    must run on exactly the pools that use it, and never beside HAMi's plugin.
+    """
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": pools}]}]
+            }
+        }
+    }
+
+
+def build_tolerations(pools: list[NodePool]) -> list[Object]:
+    """The chart's tolerations plus one per distinct (key, effect) among the pools' taints.
+
+    Derived from the taints themselves, so a toleration can never be keyed differently from its
+    taint. `Exists` tolerates every value of the key, which is what a DaemonSet pinned to these
+    pools by affinity needs, and keeps to fields the chart's own values use.
+    """
+    out = [dict(toleration) for toleration in CHART_TOLERATIONS]
+    seen: set[tuple[str, str]] = set()
+    for pool in pools:
+        for taint in pool.taints:
+            if (taint.key, taint.effect) in seen:
+                continue
+            seen.add((taint.key, taint.effect))
+            out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
+    return out
+
+
+def build_values(ctx: Context) -> Object:
+    pools = served_pools(ctx)
+    configs = name_configs(ctx)
+    # The top-level flag values (migStrategy, failOnInitError, deviceListStrategy, ...) stay unset on
+    # purpose: the chart turns them into environment variables, and the plugin lets the environment
+    # beat the config file, so a top-level migStrategy would override every per-node config's
+    # flags.migStrategy and break pools whose MIG strategy differs (§0 item 9 of the research).
+    return {
+        "config": {
+            "map": {named.key: dump_yaml(named.config) for named in sorted(configs, key=lambda n: n.key)},
+            "default": DEFAULT_CONFIG_KEY,
+        },
+        "affinity": build_affinity([pool.name for pool in pools]),
+        "tolerations": build_tolerations(pools),
+        "gfd": {"enabled": ctx.blueprint.device_plugin.gfd},
+    }
+
+
+def compile_device_plugin(ctx: Context) -> FamilyOutput:
+    if not served_pools(ctx):
+        return FamilyOutput()
+    plugin = ctx.blueprint.device_plugin
+    release = HelmRelease(
+        name=RELEASE_NAME,
+        chart=CHART_NAME,
+        repository=plugin.repository,
+        version=plugin.chart_version,
+        namespace=plugin.namespace,
+        values=build_values(ctx),
+        values_file=VALUES_FILE,
+    )
+    return FamilyOutput(releases=[release])

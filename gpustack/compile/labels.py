@@ -1,0 +1,30 @@
+"""Label keys and object names gpustack owns, shared by every output family."""
+
+from __future__ import annotations
+
+import hashlib
+
+# On nodes: the pool they belong to. Workloads require it rather than GFD's product label, which changes with sharing.
+POOL_LABEL = "gpustack.io/pool"
+TENANT_LABEL = "gpustack.io/tenant"  # on namespaces: the tenant that owns them; admission policies select on it
+WORKLOAD_LABEL = "gpustack.io/workload"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpustack"}
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_DISABLED_CONFIG = "all-disabled"
+FIELD_MANAGER = "gpustack"
+MAX_LABEL_VALUE = 63
+
+
+def priority_class_name(level: str) -> str:
+    return f"gpustack-{level}"
+
+
+def mig_config_name(pool: str) -> str:
+    """The mig-parted config a MIG pool's nodes select; also a label value, so at most 63 characters."""
+    name = f"gpustack-{pool}"
+    if len(name) <= MAX_LABEL_VALUE:
+        return name
+    # A pool name is up to 63 characters itself: cut it, and keep two long names apart with a digest of the whole.
+    digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
+    return f"{name[: MAX_LABEL_VALUE - len(digest) - 1].rstrip('-')}-{digest}"

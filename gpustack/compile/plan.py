@@ -1,0 +1,85 @@
+"""What compile produces: plain-data Kubernetes objects, Helm releases and text artefacts, in apply order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpustack.diagnostic import Diagnostic
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One Kubernetes object and the file (relative to the output directory) it is written to."""
+
+    family: str  # output family: namespaces, cluster, device-plugin, mig, nodes, tenants, workloads, ...
+    file: str
+    obj: Object
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str | None:
+        namespace = self.obj["metadata"].get("namespace")
+        return None if namespace is None else str(namespace)
+
+    @property
+    def key(self) -> str:
+        """apiVersion/kind/namespace/name: unique within a plan."""
+        return f"{self.obj['apiVersion']}/{self.kind}/{self.namespace or ''}/{self.name}"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    name: str
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+    values: Object
+    values_file: str  # where `gpustack compile` writes the values, relative to the output directory
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A text file that is not a Kubernetes object: a script, a kubelet config fragment, notes."""
+
+    path: str
+    text: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    blueprint: str
+    objects: tuple[Manifest, ...]
+    releases: tuple[HelmRelease, ...]
+    artifacts: tuple[Artifact, ...]
+    diagnostics: tuple[Diagnostic, ...] = field(default=())  # warnings to show; an error here means do not write
+
+    def by_family(self, family: str) -> tuple[Manifest, ...]:
+        return tuple(m for m in self.objects if m.family == family)
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
+        return next(
+            (m for m in self.objects if m.kind == kind and m.name == name and m.namespace == namespace),
+            None,
+        )
+
+
+@dataclass
+class FamilyOutput:
+    """What one output family contributes; compile merges them into a Plan."""
+
+    objects: list[Manifest] = field(default_factory=list)
+    releases: list[HelmRelease] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)

@@ -1,0 +1,152 @@
+"""Tenants as Kubernetes objects: namespaces, GPU quotas, container limit ranges and priority classes.
+
+Quotas are written on the exact extended-resource names the tenant's pools advertise (offers), and only as
+`requests.<resource>`: Kubernetes' quota evaluator tracks nothing else for extended resources, so a
+`limits.nvidia.com/gpu` quota would be accepted and silently never enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL, priority_class_name
+from gpustack.compile.plan import FamilyOutput, Manifest, Object
+from gpustack.context import Context
+from gpustack.model import PRIORITY_VALUES, Tenant
+from gpustack.offers import Isolation, Offer, full_resource_name
+
+FAMILY = "tenants"
+PRIORITY_FILE = "cluster/priority-classes.yaml"
+QUOTA_NAME = "gpustack-gpu-quota"
+LIMIT_RANGE_NAME = "gpustack-defaults"
+# Requests given to containers that set none, so a sidecar or debug pod in a GPU namespace is not BestEffort
+# (first evicted under node pressure) and the scheduler accounts for it.
+DEFAULT_CPU_REQUEST = "100m"
+DEFAULT_MEMORY_REQUEST = "256Mi"
+MULTI_NAMESPACE_QUOTA = "GS507"
+
+
+def compile_tenants(ctx: Context) -> FamilyOutput:
+    output = FamilyOutput()
+    for tenant in ctx.blueprint.tenants:
+        file = f"tenants/{tenant.name}.yaml"
+        hard = quota_hard(ctx, tenant)
+        limits = gpu_max_per_container(ctx, tenant)
+        for namespace in tenant.namespaces:
+            output.objects.append(Manifest(FAMILY, file, namespace_object(tenant, namespace)))
+            if hard:
+                output.objects.append(Manifest(FAMILY, file, resource_quota(tenant, namespace, hard)))
+            output.objects.append(Manifest(FAMILY, file, limit_range(tenant, namespace, limits)))
+        if hard and len(tenant.namespaces) > 1:
+            path = (*tenant.path, "namespaces")
+            count = len(tenant.namespaces)
+            output.diagnostics.append(
+                ctx.warning(
+                    MULTI_NAMESPACE_QUOTA,
+                    path,
+                    f"tenant '{tenant.name}' has a quota and {count} namespaces: Kubernetes has no cross-namespace "
+                    f"quota, so each namespace gets the full quota and the tenant's total can reach {count} x "
+                    f"quota ({_describe(hard, count)})",
+                    "use one namespace per quota, or the Kueue integration (tenant scheduler: kueue), whose "
+                    "ClusterQueue enforces one total across all the tenant's namespaces",
+                )
+            )
+    output.objects.extend(Manifest("cluster", PRIORITY_FILE, obj) for obj in priority_classes(ctx.blueprint.tenants))
+    return output
+
+
+def tenant_labels(tenant: Tenant) -> dict[str, str]:
+    return {**MANAGED_BY, TENANT_LABEL: tenant.name}
+
+
+def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(labels)
+    return metadata
+
+
+def namespace_object(tenant: Tenant, namespace: str) -> Object:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace, tenant_labels(tenant))}
+
+
+def quota_hard(ctx: Context, tenant: Tenant) -> dict[str, int]:
+    """`requests.<resource>` -> amount for one namespace; pools sharing a resource name add up (GS506 warns)."""
+    totals: dict[str, int] = {}
+    for _pool, items in tenant.quota:
+        for short, amount in items:
+            key = f"requests.{full_resource_name(short)}"
+            totals[key] = totals.get(key, 0) + amount
+    return dict(sorted(totals.items()))
+
+
+def resource_quota(tenant: Tenant, namespace: str, hard: dict[str, int]) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": _metadata(QUOTA_NAME, tenant_labels(tenant), namespace),
+        "spec": {"hard": {key: str(amount) for key, amount in hard.items()}},
+    }
+
+
+def _limitable(offer: Offer) -> bool:
+    # HAMi reads nvidia.com/gpu as physical GPUs and gpumem/gpucores per GPU, and its webhook acts on any container
+    # that names them: a LimitRange default of 0 would change how HAMi schedules pods that never asked for a GPU.
+    return offer.isolation is not Isolation.SOFTWARE
+
+
+def gpu_max_per_container(ctx: Context, tenant: Tenant) -> dict[str, int]:
+    """Resource -> the most one node of the tenant's pools offers: more can never be scheduled."""
+    most: dict[str, int] = {}
+    for pool in tenant.pools:
+        for offer in ctx.offers.get(pool, ()):
+            if _limitable(offer):
+                most[offer.resource] = max(most.get(offer.resource, 0), offer.per_node)
+    return dict(sorted(most.items()))
+
+
+def limit_range(tenant: Tenant, namespace: str, gpu_max: dict[str, int]) -> Object:
+    item: dict[str, Any] = {"type": "Container"}
+    if gpu_max:
+        # A pod asking for more GPUs than any node has would stay Pending forever; with `max` it is refused at
+        # admission ("maximum nvidia.com/gpu usage per Container is 8, but limit is 16").
+        item["max"] = {resource: str(amount) for resource, amount in gpu_max.items()}
+        # LimitRanger requires a limit on every `max` resource and, when `default` is absent, defaults the limit
+        # to `max`: without an explicit 0 every container that asks for no GPU would be given 8 of them.
+        item["default"] = {resource: "0" for resource in gpu_max}
+    item["defaultRequest"] = {"cpu": DEFAULT_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
+    if gpu_max:
+        # Extended resources cannot be overcommitted: default and defaultRequest must agree when both are set.
+        item["defaultRequest"].update({resource: "0" for resource in gpu_max})
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": _metadata(LIMIT_RANGE_NAME, tenant_labels(tenant), namespace),
+        "spec": {"limits": [item]},
+    }
+
+
+def priority_classes(tenants: Iterable[Tenant]) -> list[Object]:
+    users: dict[str, list[str]] = {}
+    for tenant in tenants:
+        users.setdefault(tenant.priority, []).append(tenant.name)
+    objects = []
+    for level in sorted(users, key=lambda lvl: PRIORITY_VALUES[lvl]):
+        objects.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": _metadata(priority_class_name(level), dict(MANAGED_BY)),
+                "value": PRIORITY_VALUES[level],
+                "globalDefault": False,
+                "preemptionPolicy": "PreemptLowerPriority",
+                "description": f"gpustack '{level}' priority for GPU workloads of tenants: {', '.join(users[level])}",
+            }
+        )
+    return objects
+
+
+def _describe(hard: dict[str, int], count: int) -> str:
+    return ", ".join(f"{key} up to {amount * count}" for key, amount in hard.items())

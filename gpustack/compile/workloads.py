@@ -1,0 +1,336 @@
+"""Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs and Volcano Jobs with correct GPU scheduling.
+
+Everything that makes a GPU pod land is derived, never typed twice: tolerations come from exactly its pool's
+taints, the required node affinity is gpustack's own pool label (GFD's product label changes with sharing:
+`-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones `Context.requests` resolved
+against what the pool advertises, with requests equal to limits.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_FLOOR, Decimal
+from typing import Any
+
+from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL, priority_class_name
+from gpustack.compile.plan import FamilyOutput, Manifest, Object
+from gpustack.compile.templates import render_workload_template, template_variables
+from gpustack.context import Context
+from gpustack.model import NodePool, Scheduler, Tenant, Workload, WorkloadKind
+from gpustack.needs import Requests
+from gpustack.offers import offer_for
+from gpustack.quantity import GIB, parse_quantity
+
+FAMILY = "workloads"
+DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
+PORT_NAME = "http"
+PROBE_PERIOD_SECONDS = 10
+# Without nodeResources in the pool, a pod gets this much CPU and memory unless the workload says otherwise.
+FALLBACK_CPU = "2"
+FALLBACK_MEMORY = "8Gi"
+# Share of a node's allocatable CPU/memory handed out with its GPUs: the rest is left to DaemonSets (device
+# plugin, GFD, DCGM exporter, CNI), so a pod taking all of a node's GPUs still fits on it.
+NODE_SHARE = Decimal("0.9")
+JOB_BACKOFF_LIMIT = 3
+VOLCANO_MAX_RETRY = 3
+VOLCANO_QUEUE = "default"
+VOLCANO_TASK = "worker"
+SHM_VOLUME = "dshm"
+
+
+def compile_workloads(ctx: Context) -> FamilyOutput:
+    output = FamilyOutput()
+    for workload in ctx.blueprint.workloads:
+        requests = ctx.requests.get(workload.name)
+        pool = ctx.pools.get(workload.pool)
+        if requests is None or pool is None:
+            continue  # validation already explained why this workload cannot be placed
+        tenant = ctx.tenants.get(workload.tenant)
+        file = f"workloads/{workload.tenant}/{workload.name}.yaml"
+        objects = workload_objects(ctx, workload, pool, tenant, requests)
+        if workload.template is not None:
+            main = objects[-1]
+            variables = template_variables(ctx, workload, requests, main)
+            rendered = render_workload_template(ctx, workload, variables)
+            if not isinstance(rendered, dict):
+                output.diagnostics.append(rendered)
+                continue
+            objects[-1] = rendered
+        output.objects.extend(Manifest(FAMILY, file, obj) for obj in objects)
+    return output
+
+
+def workload_objects(
+    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
+) -> list[Object]:
+    """The Services a workload needs, then the workload object itself (last)."""
+    namespace = ctx.namespace_of(workload)
+    pod = pod_template(ctx, workload, pool, tenant, requests)
+    if workload.kind is WorkloadKind.DEPLOYMENT:
+        services = [service(workload, namespace)] if workload.serve is not None else []
+        return [*services, deployment(workload, namespace, pod)]
+    if workload.kind is WorkloadKind.STATEFUL_SET:
+        return [service(workload, namespace, headless=True), stateful_set(workload, namespace, pod)]
+    if workload.kind is WorkloadKind.JOB:
+        return [batch_job(workload, namespace, pod)]
+    return [volcano_job(workload, namespace, pod, tenant)]
+
+
+# --- labels, placement, resources -----------------------------------------------------------------------------------
+
+
+def workload_labels(workload: Workload) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": workload.name,
+        **MANAGED_BY,
+        TENANT_LABEL: workload.tenant,
+        WORKLOAD_LABEL: workload.name,
+        POOL_LABEL: workload.pool,
+    }
+
+
+def selector_labels(workload: Workload) -> dict[str, str]:
+    return {WORKLOAD_LABEL: workload.name}
+
+
+def _metadata(workload: Workload, namespace: str, name: str | None = None) -> dict[str, Any]:
+    return {"name": name or workload.name, "namespace": namespace, "labels": workload_labels(workload)}
+
+
+def tolerations(pool: NodePool) -> list[dict[str, Any]]:
+    """Exactly the pool's taints, tolerated: no more (that would open other pools), no less (Pending)."""
+    result = []
+    for taint in pool.taints:
+        if taint.value is None:
+            result.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
+        else:
+            result.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
+    return result
+
+
+def affinity(workload: Workload) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [workload.pool]}]}
+            ]
+        }
+    }
+    if workload.prefer:
+        node["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": preference.weight,
+                "preference": {
+                    "matchExpressions": [
+                        {"key": key, "operator": "In", "values": [value]} for key, value in preference.labels
+                    ]
+                },
+            }
+            for preference in workload.prefer
+        ]
+    return {"nodeAffinity": node}
+
+
+def cpu_and_memory(workload: Workload, pool: NodePool, requests: Requests, ctx: Context) -> tuple[str, str]:
+    """The workload's CPU and memory, or the node share that goes with its GPUs, or a fallback."""
+    cpu, memory = workload.cpu, workload.memory
+    offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource)
+    node = pool.node_resources
+    if offer is not None and offer.per_node > 0 and node is not None:
+        share = Decimal(requests.items[0][1]) / Decimal(offer.per_node) * NODE_SHARE
+        if cpu is None and node.cpu is not None:
+            cores = (parse_quantity(node.cpu) * share).to_integral_value(rounding=ROUND_FLOOR)
+            cpu = str(max(int(cores), 1))
+        if memory is None and node.memory is not None:
+            gib = (parse_quantity(node.memory) * share / GIB).to_integral_value(rounding=ROUND_FLOOR)
+            memory = f"{max(int(gib), 1)}Gi"
+    return cpu or FALLBACK_CPU, memory or FALLBACK_MEMORY
+
+
+def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, Any]:
+    # Requests == limits everywhere: extended resources must (Kubernetes rejects anything else), and for CPU and
+    # memory it makes the pod Guaranteed, which the CPU and Topology Managers need to align CPUs with GPUs.
+    amounts = {"cpu": cpu, "memory": memory, **{name: str(amount) for name, amount in requests.items}}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def uses_nccl(workload: Workload) -> bool:
+    return workload.kind is WorkloadKind.VOLCANO_JOB or workload.nccl is not None
+
+
+def needs_shm(workload: Workload) -> bool:
+    # NCCL and PyTorch DataLoader workers exchange data through /dev/shm; the container runtime's default is 64 MiB.
+    return uses_nccl(workload) or workload.gpu.count > 1
+
+
+def environment(workload: Workload) -> list[dict[str, str]]:
+    env: dict[str, str] = {"NVIDIA_DRIVER_CAPABILITIES": DRIVER_CAPABILITIES}
+    if uses_nccl(workload):
+        nccl = workload.nccl
+        env["NCCL_DEBUG"] = (nccl.debug if nccl is not None else None) or "WARN"
+        if nccl is not None and nccl.socket_ifname is not None:
+            env["NCCL_SOCKET_IFNAME"] = nccl.socket_ifname
+        if nccl is not None and nccl.ib_disable is not None:
+            env["NCCL_IB_DISABLE"] = "1" if nccl.ib_disable else "0"
+        if nccl is not None and nccl.p2p_level is not None:
+            env["NCCL_P2P_LEVEL"] = nccl.p2p_level
+    for key, value in workload.env:
+        # The user's value wins; CUDA_VISIBLE_DEVICES never goes out (GS602: it fights the device plugin).
+        if key != "CUDA_VISIBLE_DEVICES":
+            env[key] = str(value)
+    return [{"name": key, "value": value} for key, value in env.items()]
+
+
+def probes(workload: Workload) -> dict[str, Any]:
+    """Startup probe sized to the model's load time; liveness and readiness only start once it has passed."""
+    if workload.serve is None:
+        return {}
+    serve = workload.serve
+
+    def http_get() -> dict[str, Any]:
+        return {"path": serve.path, "port": PORT_NAME}
+
+    return {
+        "startupProbe": {
+            "httpGet": http_get(),
+            "periodSeconds": PROBE_PERIOD_SECONDS,
+            "timeoutSeconds": 5,
+            "failureThreshold": max(math.ceil(serve.startup_seconds / PROBE_PERIOD_SECONDS), 1),
+        },
+        "readinessProbe": {"httpGet": http_get(), "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+        # Generous: a GPU server busy with a long batch answers slowly, and a restart reloads the whole model.
+        "livenessProbe": {"httpGet": http_get(), "periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 5},
+    }
+
+
+def container(ctx: Context, workload: Workload, pool: NodePool, requests: Requests) -> dict[str, Any]:
+    cpu, memory = cpu_and_memory(workload, pool, requests, ctx)
+    spec: dict[str, Any] = {"name": workload.name, "image": workload.image}
+    if workload.command:
+        spec["command"] = list(workload.command)
+    if workload.args:
+        spec["args"] = list(workload.args)
+    if workload.serve is not None:
+        spec["ports"] = [{"name": PORT_NAME, "containerPort": workload.serve.port, "protocol": "TCP"}]
+    spec["env"] = environment(workload)
+    spec["resources"] = container_resources(cpu, memory, requests)
+    spec.update(probes(workload))
+    if needs_shm(workload):
+        spec["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+    spec["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    return spec
+
+
+def pod_template(
+    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    # A VolcanoJob names its scheduler on the Job; the controller copies it to the pods.
+    if tenant is not None and tenant.scheduler is Scheduler.VOLCANO and workload.kind is not WorkloadKind.VOLCANO_JOB:
+        spec["schedulerName"] = "volcano"
+    if tenant is not None:
+        spec["priorityClassName"] = priority_class_name(tenant.priority)
+    spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
+    spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    spec["affinity"] = affinity(workload)
+    if pool.taints:
+        spec["tolerations"] = tolerations(pool)
+    spec["containers"] = [container(ctx, workload, pool, requests)]
+    if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB):
+        spec["restartPolicy"] = "Never"
+    if needs_shm(workload):
+        spec["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
+    return {"metadata": {"labels": workload_labels(workload)}, "spec": spec}
+
+
+# --- the workload objects -------------------------------------------------------------------------------------------
+
+
+def service_name(workload: Workload) -> str:
+    """The workload's name, or with a prefix when it starts with a digit: Service names must be DNS-1035 labels."""
+    if workload.name[:1].isalpha():
+        return workload.name
+    return f"svc-{workload.name}"[:63].rstrip("-")
+
+
+def service(workload: Workload, namespace: str, *, headless: bool = False) -> Object:
+    spec: dict[str, Any] = {"type": "ClusterIP"}
+    if headless:
+        spec["clusterIP"] = "None"
+        # Peers must find each other while they are still loading, before they report ready.
+        spec["publishNotReadyAddresses"] = True
+    spec["selector"] = selector_labels(workload)
+    if workload.serve is not None:
+        spec["ports"] = [{"name": PORT_NAME, "port": workload.serve.port, "targetPort": PORT_NAME, "protocol": "TCP"}]
+    metadata = _metadata(workload, namespace, service_name(workload))
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def deployment(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            "replicas": workload.replicas,
+            "selector": {"matchLabels": selector_labels(workload)},
+            # Replace pods one at a time without a surge pod: a surge would need a spare GPU, which a full pool
+            # does not have, and the rollout would hang.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "template": pod,
+        },
+    }
+
+
+def stateful_set(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            "replicas": workload.replicas,
+            "serviceName": service_name(workload),
+            # Start all replicas at once: one after another would multiply the model load time.
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": selector_labels(workload)},
+            "template": pod,
+        },
+    }
+
+
+def batch_job(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            "parallelism": workload.replicas,
+            "completions": workload.replicas,
+            "backoffLimit": JOB_BACKOFF_LIMIT,
+            "template": pod,
+        },
+    }
+
+
+def volcano_job(workload: Workload, namespace: str, pod: dict[str, Any], tenant: Tenant | None) -> Object:
+    workers = workload.pods
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "queue": VOLCANO_QUEUE,
+        # Gang scheduling: all workers start together or none does, so no GPU idles waiting for a missing peer.
+        "minAvailable": workers,
+        "maxRetry": VOLCANO_MAX_RETRY,
+    }
+    if tenant is not None:
+        spec["priorityClassName"] = priority_class_name(tenant.priority)
+    # svc: a headless Service and hostfile so workers find each other; env: VK_TASK_INDEX for each worker's rank.
+    spec["plugins"] = {"env": [], "svc": []}
+    # An evicted worker breaks the collective: restart the whole gang instead of leaving it hanging.
+    spec["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
+    spec["tasks"] = [{"name": VOLCANO_TASK, "replicas": workers, "template": pod}]
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": _metadata(workload, namespace),
+        "spec": spec,
+    }

@@ -1,0 +1,111 @@
+"""A blueprint with its derived facts (models, advertised resources, resolved requests) and a way to point at source.
+
+Semantic checks and every compile family read the same Context, so a fact is derived once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from gpustack.catalog import Catalog, GpuModel
+from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
+from gpustack.model import Blueprint, NodePool, Tenant, Workload
+from gpustack.needs import Requests, resolve_need
+from gpustack.offers import Offer, pool_offers
+
+Locate = Callable[[JsonPath, bool], Span | None]
+
+
+def _nowhere(path: JsonPath, key: bool) -> Span | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Context:
+    blueprint: Blueprint
+    catalog: Catalog
+    locate: Locate = field(default=_nowhere)
+
+    @cached_property
+    def models(self) -> dict[str, GpuModel | None]:
+        return {pool.name: self.catalog.resolve(pool.gpu.model) for pool in self.blueprint.pools}
+
+    @cached_property
+    def offers(self) -> dict[str, tuple[Offer, ...]]:
+        return {pool.name: pool_offers(pool, self.models[pool.name]) for pool in self.blueprint.pools}
+
+    @cached_property
+    def pools(self) -> dict[str, NodePool]:
+        return {pool.name: pool for pool in self.blueprint.pools}
+
+    @cached_property
+    def tenants(self) -> dict[str, Tenant]:
+        return {tenant.name: tenant for tenant in self.blueprint.tenants}
+
+    @cached_property
+    def requests(self) -> dict[str, Requests]:
+        """Workload name -> per-pod extended-resource requests, for every workload whose need its pool can meet."""
+        resolved: dict[str, Requests] = {}
+        for workload in self.blueprint.workloads:
+            pool = self.pools.get(workload.pool)
+            model = self.models.get(workload.pool)
+            if pool is None or model is None:
+                continue
+            result = resolve_need(workload, pool, model, self.offers[pool.name])
+            if isinstance(result, Requests):
+                resolved[workload.name] = result
+        return resolved
+
+    def namespace_of(self, workload: Workload) -> str:
+        if workload.namespace is not None:
+            return workload.namespace
+        tenant = self.tenants.get(workload.tenant)
+        return tenant.namespaces[0] if tenant is not None else workload.tenant
+
+    @cached_property
+    def tenants_by_pool(self) -> dict[str, list[str]]:
+        users: dict[str, list[str]] = {pool.name: [] for pool in self.blueprint.pools}
+        for tenant in self.blueprint.tenants:
+            for pool in tenant.pools:
+                users.setdefault(pool, []).append(tenant.name)
+        return users
+
+    def diagnostic(
+        self,
+        code: str,
+        severity: Severity,
+        path: JsonPath,
+        message: str,
+        hint: str | None = None,
+        *,
+        key: bool = False,
+        related: Iterable[JsonPath] = (),
+    ) -> Diagnostic:
+        spans = tuple(s for s in (self.locate(p, False) for p in related) if s is not None)
+        return Diagnostic(code, severity, message, self.locate(path, key), path, hint, spans)
+
+    def error(
+        self,
+        code: str,
+        path: JsonPath,
+        message: str,
+        hint: str | None = None,
+        *,
+        key: bool = False,
+        related: Iterable[JsonPath] = (),
+    ) -> Diagnostic:
+        return self.diagnostic(code, Severity.ERROR, path, message, hint, key=key, related=related)
+
+    def warning(
+        self,
+        code: str,
+        path: JsonPath,
+        message: str,
+        hint: str | None = None,
+        *,
+        key: bool = False,
+        related: Iterable[JsonPath] = (),
+    ) -> Diagnostic:
+        return self.diagnostic(code, Severity.WARNING, path, message, hint, key=key, related=related)

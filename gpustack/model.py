@@ -1,0 +1,268 @@
+"""The typed blueprint: frozen records with defaults applied, each knowing where it came from.
+
+`path` on each record is the JSON path of its mapping in the source document, so
+checks can point diagnostics at the exact line without the model depending on the loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gpustack.diagnostic import JsonPath
+
+DEFAULT_CHART_VERSION = "0.20.0"
+DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+DEFAULT_DEVICE_PLUGIN_NAMESPACE = "nvidia-device-plugin"
+DEFAULT_MIG_NAMESPACE = "gpu-operator"
+DEFAULT_MIG_CONFIGMAP = "gpustack-mig-parted-config"
+
+
+class SharingStrategy(StrEnum):
+    NONE = "none"
+    TIME_SLICING = "time-slicing"
+    MPS = "mps"
+    MIG = "mig"
+    HAMI = "hami"
+
+
+class MigStrategy(StrEnum):
+    SINGLE = "single"
+    MIXED = "mixed"
+
+
+class WorkloadKind(StrEnum):
+    DEPLOYMENT = "Deployment"
+    STATEFUL_SET = "StatefulSet"
+    JOB = "Job"
+    VOLCANO_JOB = "VolcanoJob"
+
+
+class Scheduler(StrEnum):
+    DEFAULT = "default"
+    VOLCANO = "volcano"
+    KUEUE = "kueue"
+
+
+PRIORITY_VALUES: dict[str, int] = {"low": 1000, "normal": 10000, "high": 100000, "critical": 1000000}
+
+
+@dataclass(frozen=True)
+class DevicePluginFlags:
+    fail_on_init_error: bool | None = None
+    nvidia_driver_root: str | None = None
+    pass_device_specs: bool | None = None
+    device_list_strategy: tuple[str, ...] | None = None
+    device_id_strategy: str | None = None
+
+    def merged(self, override: DevicePluginFlags) -> DevicePluginFlags:
+        """These flags with every field `override` sets taking precedence."""
+        return DevicePluginFlags(
+            *(
+                getattr(override, name) if getattr(override, name) is not None else getattr(self, name)
+                for name in self.__dataclass_fields__
+            )
+        )
+
+
+@dataclass(frozen=True)
+class DevicePlugin:
+    chart_version: str = DEFAULT_CHART_VERSION
+    repository: str = DEFAULT_CHART_REPOSITORY
+    namespace: str = DEFAULT_DEVICE_PLUGIN_NAMESPACE
+    gfd: bool = True
+    flags: DevicePluginFlags = field(default_factory=DevicePluginFlags)
+    path: JsonPath = ("spec", "devicePlugin")
+
+
+@dataclass(frozen=True)
+class MigManager:
+    namespace: str = DEFAULT_MIG_NAMESPACE
+    config_map: str = DEFAULT_MIG_CONFIGMAP
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Time-slicing or MPS: one physical GPU advertised as `replicas` schedulable units."""
+
+    replicas: int
+    rename_by_default: bool
+    fail_requests_greater_than_one: bool
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class MigGroup:
+    devices: tuple[int, ...] | None  # None: every GPU of the node
+    layout: tuple[tuple[str, int], ...]  # profile -> instances per GPU, in blueprint order
+    path: JsonPath  # the layout mapping
+
+    @property
+    def instances(self) -> dict[str, int]:
+        return {profile: count for profile, count in self.layout if count > 0}
+
+
+@dataclass(frozen=True)
+class MigSharing:
+    strategy: MigStrategy
+    groups: tuple[MigGroup, ...]
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class HamiSharing:
+    split_count: int = 10
+    memory_scaling: float = 1.0
+    core_scaling: float = 1.0
+    path: JsonPath = ()
+
+
+@dataclass(frozen=True)
+class Sharing:
+    strategy: SharingStrategy = SharingStrategy.NONE
+    replication: Replication | None = None  # time-slicing or mps
+    mig: MigSharing | None = None
+    hami: HamiSharing | None = None
+    path: JsonPath = ()
+
+
+@dataclass(frozen=True)
+class Topology:
+    policy: str
+    scope: str
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class GpuRef:
+    model: str  # as written: a catalog key or a GFD product label
+    count: int
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    cpu: str | None
+    memory: str | None
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    gpu: GpuRef
+    nodes: tuple[str, ...]
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    sharing: Sharing
+    topology: Topology | None
+    flags: DevicePluginFlags
+    node_resources: NodeResources | None
+    description: str | None
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    namespaces: tuple[str, ...]
+    pools: tuple[str, ...]
+    priority: str
+    scheduler: Scheduler
+    quota: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
+    path: JsonPath
+
+    def quota_for(self, pool: str) -> dict[str, int]:
+        return dict(next((items for name, items in self.quota if name == pool), ()))
+
+
+@dataclass(frozen=True)
+class GpuNeed:
+    count: int
+    profile: str | None
+    memory: str | None  # Kubernetes quantity
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class Serve:
+    port: int
+    path: str
+    startup_seconds: int
+
+
+@dataclass(frozen=True)
+class Preference:
+    weight: int
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Nccl:
+    socket_ifname: str | None
+    ib_disable: bool | None
+    debug: str | None
+    p2p_level: str | None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    tenant: str
+    pool: str
+    kind: WorkloadKind
+    namespace: str | None  # None: the tenant's first namespace
+    replicas: int
+    workers: int | None
+    image: str
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    gpu: GpuNeed
+    cpu: str | None
+    memory: str | None
+    serve: Serve | None
+    prefer: tuple[Preference, ...]
+    nccl: Nccl | None
+    template: str | None
+    path: JsonPath
+
+    @property
+    def pods(self) -> int:
+        """How many pods the template stands for."""
+        return self.workers if self.workers is not None else self.replicas
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    name: str
+    description: str | None
+    kubernetes_version: str
+    device_plugin: DevicePlugin
+    mig_manager: MigManager
+    pools: tuple[NodePool, ...]
+    tenants: tuple[Tenant, ...]
+    workloads: tuple[Workload, ...]
+    source: str = "<blueprint>"  # the file it was read from, for templates resolved relative to it
+    # Workload templates (path as written -> text), read by the edge that read the blueprint so compile stays pure.
+    templates: tuple[tuple[str, str], ...] = ()
+
+    def template_text(self, path: str) -> str | None:
+        return dict(self.templates).get(path)
+
+    def pool(self, name: str) -> NodePool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def tenant(self, name: str) -> Tenant | None:
+        return next((t for t in self.tenants if t.name == name), None)
+
+    @property
+    def kubernetes_minor(self) -> int:
+        return int(self.kubernetes_version.split(".")[1])

@@ -1,0 +1,101 @@
+"""What a pool's nodes advertise to the scheduler, derived once from its GPU model and sharing.
+
+Checks, the compiler, capacity reports and the simulator all read resource names
+from here, so a pool's resource name is written in exactly one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+
+from gpustack.catalog import GpuModel
+from gpustack.mig import resource_name as mig_resource_name
+from gpustack.model import MigGroup, MigStrategy, NodePool, SharingStrategy
+
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+HAMI_MEMORY = "nvidia.com/gpumem"
+HAMI_CORES = "nvidia.com/gpucores"
+RESOURCE_PREFIX = "nvidia.com/"
+
+
+class Isolation(StrEnum):
+    EXCLUSIVE = "exclusive"  # a whole GPU per unit
+    HARDWARE = "hardware"  # MIG: own memory and compute
+    MPS_LIMITS = "mps-limits"  # MPS: memory and thread limits per client, shared fault domain
+    SOFTWARE = "software"  # HAMi: limits enforced in the CUDA library, bypassable
+    NONE = "none"  # time-slicing: nothing isolated
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One extended resource a node of the pool advertises."""
+
+    resource: str
+    per_node: int
+    memory_gib: Decimal | None  # memory a unit can use (None: not a GPU unit, e.g. gpumem itself)
+    isolation: Isolation
+    profile: str | None = None  # MIG profile behind the unit
+    shared_by: int = 1  # how many units share one physical GPU (or MIG slice)
+
+    @property
+    def short_name(self) -> str:
+        return self.resource.removeprefix(RESOURCE_PREFIX)
+
+
+def group_devices(group: MigGroup, gpu_count: int) -> int:
+    return gpu_count if group.devices is None else len([d for d in group.devices if d < gpu_count])
+
+
+def pool_offers(pool: NodePool, model: GpuModel | None) -> tuple[Offer, ...]:
+    """Resources per node, in a stable order; empty when the model is unknown."""
+    if model is None:
+        return ()
+    sharing = pool.sharing
+    gpus = pool.gpu.count
+    memory = Decimal(model.memory_gib)
+    if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
+        return _mig_offers(pool, model)
+    if sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replication is not None:
+        replicas = sharing.replication.replicas
+        name = GPU_SHARED if sharing.replication.rename_by_default else GPU
+        if sharing.strategy is SharingStrategy.MPS:
+            return (Offer(name, gpus * replicas, memory / replicas, Isolation.MPS_LIMITS, shared_by=replicas),)
+        return (Offer(name, gpus * replicas, memory, Isolation.NONE, shared_by=replicas),)
+    if sharing.strategy is SharingStrategy.HAMI and sharing.hami is not None:
+        hami = sharing.hami
+        memory_mib = int(Decimal(model.memory_gib * 1024) * Decimal(str(hami.memory_scaling)))
+        return (
+            Offer(GPU, gpus * hami.split_count, memory, Isolation.SOFTWARE, shared_by=hami.split_count),
+            Offer(HAMI_MEMORY, gpus * memory_mib, None, Isolation.SOFTWARE),
+            Offer(HAMI_CORES, gpus * 100, None, Isolation.SOFTWARE),
+        )
+    return (Offer(GPU, gpus, memory, Isolation.EXCLUSIVE),)
+
+
+def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
+    assert pool.sharing.mig is not None
+    single = pool.sharing.mig.strategy is MigStrategy.SINGLE
+    counts: dict[str, int] = {}
+    for group in pool.sharing.mig.groups:
+        devices = group_devices(group, pool.gpu.count)
+        for profile, count in group.instances.items():
+            counts[profile] = counts.get(profile, 0) + devices * count
+    offers = []
+    geometry = model.mig
+    for profile, units in counts.items():
+        spec = geometry.profile(profile) if geometry is not None else None
+        memory = Decimal(spec.memory_gb) if spec is not None else None
+        name = GPU if single else mig_resource_name(profile)
+        offers.append(Offer(name, units, memory, Isolation.HARDWARE, profile=profile))
+    return tuple(offers)
+
+
+def offer_for(offers: tuple[Offer, ...], resource: str) -> Offer | None:
+    return next((o for o in offers if o.resource == resource), None)
+
+
+def full_resource_name(short: str) -> str:
+    return short if short.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + short

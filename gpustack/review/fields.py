@@ -1,0 +1,146 @@
+"""Blueprint records flattened to the field names a blueprint author writes, for field-by-field changes.
+
+Flattening the typed model (defaults applied) rather than the YAML means an omitted default and the
+same value written out compare equal, and the names match the format, not Python attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from gpustack.model import Blueprint, DevicePluginFlags, NodePool, Sharing, SharingStrategy, Tenant, Workload
+
+Fields = dict[str, Any]  # field name -> a JSON-compatible value (str, int, float, bool, list, dict)
+
+_FLAG_NAMES: dict[str, str] = {
+    "fail_on_init_error": "failOnInitError",
+    "nvidia_driver_root": "nvidiaDriverRoot",
+    "pass_device_specs": "passDeviceSpecs",
+    "device_list_strategy": "deviceListStrategy",
+    "device_id_strategy": "deviceIDStrategy",
+}
+
+
+def _put(fields: Fields, name: str, value: Any) -> None:
+    """Record a field unless it is unset, so an absent optional and a missing one read alike."""
+    if value is None:
+        return
+    fields[name] = list(value) if isinstance(value, tuple) else value
+
+
+def _flags(fields: Fields, prefix: str, flags: DevicePluginFlags) -> None:
+    for attribute, name in _FLAG_NAMES.items():
+        _put(fields, f"{prefix}.{name}", getattr(flags, attribute))
+
+
+def cluster_fields(blueprint: Blueprint) -> Fields:
+    fields: Fields = {}
+    _put(fields, "metadata.name", blueprint.name)
+    _put(fields, "metadata.description", blueprint.description)
+    _put(fields, "kubernetes.version", blueprint.kubernetes_version)
+    plugin = blueprint.device_plugin
+    _put(fields, "devicePlugin.chartVersion", plugin.chart_version)
+    _put(fields, "devicePlugin.repository", plugin.repository)
+    _put(fields, "devicePlugin.namespace", plugin.namespace)
+    _put(fields, "devicePlugin.gfd", plugin.gfd)
+    _flags(fields, "devicePlugin.flags", plugin.flags)
+    _put(fields, "migManager.namespace", blueprint.mig_manager.namespace)
+    _put(fields, "migManager.configMap", blueprint.mig_manager.config_map)
+    return fields
+
+
+def taint_text(key: str, value: str | None, effect: str) -> str:
+    """kubectl's notation, which reviewers already read: key=value:Effect."""
+    return f"{key}={value}:{effect}" if value is not None else f"{key}:{effect}"
+
+
+def _sharing(fields: Fields, sharing: Sharing) -> None:
+    _put(fields, "sharing.strategy", str(sharing.strategy))
+    if sharing.replication is not None:
+        block = "sharing.mps" if sharing.strategy is SharingStrategy.MPS else "sharing.timeSlicing"
+        _put(fields, f"{block}.replicas", sharing.replication.replicas)
+        _put(fields, f"{block}.renameByDefault", sharing.replication.rename_by_default)
+        _put(fields, f"{block}.failRequestsGreaterThanOne", sharing.replication.fail_requests_greater_than_one)
+    if sharing.mig is not None:
+        _put(fields, "sharing.mig.strategy", str(sharing.mig.strategy))
+        groups = sharing.mig.groups
+        if len(groups) == 1 and groups[0].devices is None:
+            _put(fields, "sharing.mig.layout", dict(groups[0].layout))
+        else:
+            for index, group in enumerate(groups):
+                _put(fields, f"sharing.mig.groups[{index}].devices", group.devices)
+                _put(fields, f"sharing.mig.groups[{index}].layout", dict(group.layout))
+    if sharing.hami is not None:
+        _put(fields, "sharing.hami.splitCount", sharing.hami.split_count)
+        _put(fields, "sharing.hami.memoryScaling", sharing.hami.memory_scaling)
+        _put(fields, "sharing.hami.coreScaling", sharing.hami.core_scaling)
+
+
+def pool_fields(pool: NodePool) -> Fields:
+    fields: Fields = {}
+    _put(fields, "description", pool.description)
+    _put(fields, "gpu.model", pool.gpu.model)
+    _put(fields, "gpu.count", pool.gpu.count)
+    _put(fields, "nodes", pool.nodes)
+    for key, value in pool.labels:
+        _put(fields, f"labels.{key}", value)
+    _put(fields, "taints", [taint_text(t.key, t.value, t.effect) for t in pool.taints] or None)
+    _sharing(fields, pool.sharing)
+    if pool.topology is not None:
+        _put(fields, "topology.policy", pool.topology.policy)
+        _put(fields, "topology.scope", pool.topology.scope)
+    _flags(fields, "devicePlugin.flags", pool.flags)
+    if pool.node_resources is not None:
+        _put(fields, "nodeResources.cpu", pool.node_resources.cpu)
+        _put(fields, "nodeResources.memory", pool.node_resources.memory)
+    return fields
+
+
+def tenant_fields(tenant: Tenant) -> Fields:
+    fields: Fields = {}
+    _put(fields, "namespaces", tenant.namespaces)
+    _put(fields, "pools", tenant.pools)
+    _put(fields, "priority", tenant.priority)
+    _put(fields, "scheduler", str(tenant.scheduler))
+    for pool, items in tenant.quota:
+        for resource, amount in items:
+            _put(fields, f"quota.{pool}.{resource}", amount)
+    return fields
+
+
+def workload_fields(workload: Workload, blueprint: Blueprint) -> Fields:
+    fields: Fields = {}
+    for name in ("tenant", "pool", "namespace", "replicas", "workers", "image"):
+        _put(fields, name, getattr(workload, name))
+    _put(fields, "kind", str(workload.kind))
+    _put(fields, "command", workload.command or None)
+    _put(fields, "args", workload.args or None)
+    for key, value in workload.env:
+        _put(fields, f"env.{key}", value)
+    _put(fields, "gpu.count", workload.gpu.count)
+    _put(fields, "gpu.profile", workload.gpu.profile)
+    _put(fields, "gpu.memory", workload.gpu.memory)
+    _put(fields, "resources.cpu", workload.cpu)
+    _put(fields, "resources.memory", workload.memory)
+    if workload.serve is not None:
+        _put(fields, "serve.port", workload.serve.port)
+        _put(fields, "serve.path", workload.serve.path)
+        _put(fields, "serve.startupSeconds", workload.serve.startup_seconds)
+    _put(fields, "prefer", [f"{p.weight}: {dict(p.labels)}" for p in workload.prefer] or None)
+    if workload.nccl is not None:
+        nccl = workload.nccl
+        for name, value in (
+            ("socketIfname", nccl.socket_ifname),
+            ("ibDisable", nccl.ib_disable),
+            ("debug", nccl.debug),
+            ("p2pLevel", nccl.p2p_level),
+        ):
+            _put(fields, f"nccl.{name}", value)
+    _put(fields, "template", workload.template)
+    if workload.template is not None:
+        text = blueprint.template_text(workload.template)
+        # The path alone hides an edited template; a short digest shows that its contents changed.
+        if text is not None:
+            _put(fields, "template (contents)", "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:12])
+    return fields

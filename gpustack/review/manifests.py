@@ -1,0 +1,92 @@
+"""What a change does to the compiled output: objects, Helm releases and artefacts added, changed or removed.
+
+Objects are matched by apiVersion/kind/namespace/name (a move between output files is no change to the
+cluster), and each changed one gets a unified diff of its YAML, so a reviewer sees exactly what apply will do.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from gpustack.compile.plan import Plan
+from gpustack.review.changes import Status
+from gpustack.yamlout import dump_yaml
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing `gpustack compile` outputs, rendered as the text that is written or applied."""
+
+    key: str
+    kind: str  # a Kubernetes kind, HelmRelease, or File for artefacts
+    name: str
+    namespace: str | None
+    file: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    key: str
+    kind: str
+    name: str
+    namespace: str | None
+    file: str  # where it is written (the new version's file, unless removed)
+    status: Status
+    diff: str  # unified diff, old to new
+
+    @property
+    def title(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+def plan_items(plan: Plan) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    for manifest in plan.objects:
+        items[manifest.key] = Item(
+            manifest.key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump_yaml(manifest.obj)
+        )
+    for release in plan.releases:
+        described = {
+            "chart": release.chart,
+            "repository": release.repository,
+            "version": release.version,
+            "namespace": release.namespace,
+            "values": release.values,
+        }
+        key = f"helm/{release.namespace}/{release.name}"
+        items[key] = Item(
+            key, "HelmRelease", release.name, release.namespace, release.values_file, dump_yaml(described)
+        )
+    for artifact in plan.artifacts:
+        key = f"file/{artifact.path}"
+        items[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text)
+    return items
+
+
+def unified_diff(key: str, old: str, new: str, context: int = 3) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{key}", f"b/{key}", n=context
+    )
+    # A last line without a newline would run into the next one; mark it the way diff(1) does.
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def manifest_changes(before: Plan, after: Plan) -> tuple[ObjectChange, ...]:
+    """Changes in the new plan's apply order, then removed objects in the old plan's order."""
+    old, new = plan_items(before), plan_items(after)
+    changes: list[ObjectChange] = []
+    for key, item in new.items():
+        previous = old.get(key)
+        if previous is not None and previous.text == item.text:
+            continue
+        status = Status.ADDED if previous is None else Status.CHANGED
+        diff = unified_diff(key, "" if previous is None else previous.text, item.text)
+        changes.append(ObjectChange(key, item.kind, item.name, item.namespace, item.file, status, diff))
+    for key, item in old.items():
+        if key not in new:
+            diff = unified_diff(key, item.text, "")
+            changes.append(ObjectChange(key, item.kind, item.name, item.namespace, item.file, Status.REMOVED, diff))
+    return tuple(changes)

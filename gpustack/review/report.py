@@ -1,0 +1,67 @@
+"""A Review for people (terminal text, a pull-request comment in markdown) and for tools (JSON)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from gpustack.review import formatting
+from gpustack.review.data import review_data
+from gpustack.review.review import Review
+
+MAX_DIFF_LINES = 200  # per object in markdown; the terminal and JSON get every line
+MAX_DIFF_CHARS = 40_000  # all diffs of one comment together: GitHub refuses comments over 65,536 characters
+SEVERITY_MARKS = {"high": "🔴 high", "medium": "🟠 medium", "low": "🟡 low"}
+COMMENT_MARKER = "<!-- gpustack-review -->"  # lets a CI job find and update its own comment
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("gpustack", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    for name in ("show", "change", "memory", "units_change", "names", "wrap", "cell", "code", "fence", "summary"):
+        environment.filters[name] = getattr(formatting, name)
+    environment.filters["html"] = formatting.escape_html
+    environment.globals["table"] = formatting.table
+    environment.globals["severity_marks"] = SEVERITY_MARKS
+    environment.globals["comment_marker"] = COMMENT_MARKER
+    return environment
+
+
+def render_json(review: Review) -> str:
+    return json.dumps(review_data(review), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_text(review: Review) -> str:
+    return _environment().get_template("review-text.j2").render(review=review_data(review))
+
+
+def _trim_diffs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Markdown only: cut long diffs, and leave out the rest once the comment would grow too large."""
+    trimmed, budget = [], MAX_DIFF_CHARS
+    for item in objects:
+        lines = item["diff"].splitlines(keepends=True)
+        shown = "".join(lines[:MAX_DIFF_LINES])
+        cut = len(lines) - MAX_DIFF_LINES if len(lines) > MAX_DIFF_LINES else 0
+        omitted = len(shown) > budget
+        budget -= 0 if omitted else len(shown)
+        trimmed.append({**item, "diff": "" if omitted else shown, "cut_lines": cut, "omitted": omitted})
+    return trimmed
+
+
+def render_markdown(review: Review) -> str:
+    data = review_data(review)
+    data["objects"] = _trim_diffs(data["objects"])
+    return _environment().get_template("review-markdown.j2").render(review=data)
+
+
+RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}

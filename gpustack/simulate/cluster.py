@@ -1,0 +1,103 @@
+"""The simulated cluster's mutable state: what each node has left, and which pods sit where.
+
+Nodes with the same profile (pool, labels but the hostname, taints, allocatable) form a class;
+within a class, nodes with the same usage form a group. Filters and scores are the same for every
+node of a group, so the scheduler judges groups, not nodes: 10,000 identical nodes cost one check.
+Each group keeps a heap of its node indexes, so "the first node of the best group" is cheap; entries
+of nodes that moved on are dropped lazily when they reach the top.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from gpustack.simulate.demand import Pod
+from gpustack.simulate.inventory import Node
+from gpustack.simulate.pods import PODS
+
+Usage = tuple[int, ...]  # used units per resource of the class, in NodeClass.resources order
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    index: int
+    node: Node  # the first member: every member has the same profile
+    members: tuple[int, ...]
+    resources: tuple[str, ...]  # what the class's nodes advertise, sorted
+
+    def position(self, resource: str) -> int | None:
+        return self.resources.index(resource) if resource in self.resources else None
+
+
+@dataclass
+class _Group:
+    count: int = 0
+    heap: list[int] = field(default_factory=list)
+
+
+class Cluster:
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.nodes = tuple(nodes)
+        by_profile: dict[object, list[int]] = {}
+        for index, node in enumerate(self.nodes):
+            by_profile.setdefault(node.profile, []).append(index)
+        self.classes: tuple[NodeClass, ...] = tuple(
+            NodeClass(i, self.nodes[members[0]], tuple(members), tuple(sorted(self.nodes[members[0]].allocatable)))
+            for i, members in enumerate(by_profile.values())
+        )
+        self.class_of = [0] * len(self.nodes)
+        for node_class in self.classes:
+            for member in node_class.members:
+                self.class_of[member] = node_class.index
+        self.used: list[dict[str, int]] = [{} for _ in self.nodes]
+        self.pods: list[list[Pod]] = [[] for _ in self.nodes]
+        self._usage: list[Usage] = [(0,) * len(self.classes[c].resources) for c in self.class_of]
+        self._groups: list[dict[Usage, _Group]] = []
+        for node_class in self.classes:
+            empty = (0,) * len(node_class.resources)
+            self._groups.append({empty: _Group(len(node_class.members), list(node_class.members))})
+        self.lowest_priority: int | None = None  # of any bound pod: preemption needs strictly lower ones
+
+    def groups(self, class_index: int) -> Iterator[tuple[Usage, int, int]]:
+        """(usage, node count, first node index) of every non-empty group of the class."""
+        for usage, group in self._groups[class_index].items():
+            heap = group.heap
+            while self._usage[heap[0]] != usage:  # a node that has since moved to another group
+                heapq.heappop(heap)
+            yield usage, group.count, heap[0]
+
+    def members(self, class_index: int, usage: Usage) -> Iterator[int]:
+        """The nodes of one group, in index order (the slow path: preemption and per-node selectors)."""
+        return (i for i in self.classes[class_index].members if self._usage[i] == usage)
+
+    def usage_of(self, node_index: int) -> Usage:
+        return self._usage[node_index]
+
+    def bind(self, pod: Pod, node_index: int) -> None:
+        self._change(node_index, pod, 1)
+        self.pods[node_index].append(pod)
+        if self.lowest_priority is None or pod.priority < self.lowest_priority:
+            self.lowest_priority = pod.priority
+
+    def unbind(self, pod: Pod, node_index: int) -> None:
+        self._change(node_index, pod, -1)
+        self.pods[node_index].remove(pod)
+
+    def _change(self, node_index: int, pod: Pod, sign: int) -> None:
+        used = self.used[node_index]
+        for resource, value in (*pod.shape.requests, (PODS, 1)):
+            used[resource] = used.get(resource, 0) + sign * value
+        node_class = self.classes[self.class_of[node_index]]
+        before = self._usage[node_index]
+        after = tuple(used.get(r, 0) for r in node_class.resources)
+        groups = self._groups[node_class.index]
+        old = groups[before]
+        old.count -= 1
+        if old.count == 0:
+            del groups[before]
+        new = groups.setdefault(after, _Group())
+        new.count += 1
+        self._usage[node_index] = after
+        heapq.heappush(new.heap, node_index)

@@ -1,0 +1,155 @@
+"""kube-scheduler's FailedScheduling wording, by Kubernetes version (kube-scheduler-messages.md).
+
+Only the words live here; which nodes failed and why is the scheduler's business. Every
+version difference the reference pins is a method of `KubeVersion`, so a test can ask each one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+NO_NODES = "no nodes available to schedule pods"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NO_CLAIMS = "no new claims to deallocate"
+UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+TOO_MANY_PODS = "Too many pods"
+
+_VERSION = re.compile(r"^v?1\.(?P<minor>[0-9]{1,2})(?:\.(?P<patch>[0-9]{1,3}))?$")
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    """A Kubernetes 1.x release; `patch` None means "the latest patch of that minor"."""
+
+    minor: int
+    patch: int | None = None
+
+    @staticmethod
+    def parse(text: str) -> KubeVersion:
+        match = _VERSION.match(text.strip())
+        if match is None:
+            raise ValueError(f"not a Kubernetes version: {text!r} (expected 1.MINOR or 1.MINOR.PATCH)")
+        patch = match["patch"]
+        return KubeVersion(int(match["minor"]), None if patch is None else int(patch))
+
+    def __str__(self) -> str:
+        return f"1.{self.minor}" if self.patch is None else f"1.{self.minor}.{self.patch}"
+
+    def _at_least(self, minor: int, patch: int = 0) -> bool:
+        # A bare minor stands for its latest patch, so it has every patch-level change of that minor.
+        return self.minor > minor or (self.minor == minor and (self.patch is None or self.patch >= patch))
+
+    @property
+    def generic_taint_reason(self) -> bool:
+        """1.34.2+ and 1.35+ no longer name the taint (PR #134740, cherry-picked as #135023)."""
+        return self._at_least(34, 2)
+
+    @property
+    def unresolvable_when_over_allocatable(self) -> bool:
+        """1.34+: a request larger than the node's allocatable makes the node UnschedulableAndUnresolvable."""
+        return self.minor >= 34
+
+    @property
+    def dra_post_filter(self) -> bool:
+        """1.34+: DynamicResources (GA, on) runs its PostFilter before preemption and says so."""
+        return self.minor >= 34
+
+    @property
+    def preemption_part(self) -> bool:
+        """The `preemption: ...` part arrived with PR #107775 (merged 2022-02, first released in 1.24)."""
+        return self.minor >= 24
+
+    @property
+    def double_period(self) -> bool:
+        """Before PR #117588 (≈1.28) the inner message's period was followed by the outer one."""
+        return self.minor < 28
+
+    def taint_reason(self, key: str, value: str | None) -> str:
+        """The TaintToleration reason for the first untolerated NoSchedule/NoExecute taint."""
+        if self.generic_taint_reason:
+            return "node(s) had untolerated taint(s)"
+        if self.minor >= 24:
+            return f"node(s) had untolerated taint {{{key}: {value or ''}}}"
+        if self.minor >= 18:
+            return f"node(s) had taint {{{key}: {value or ''}}}, that the pod didn't tolerate"
+        return "node(s) had taints that the pod didn't tolerate"
+
+
+def insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def histogram(reasons: Mapping[str, int]) -> list[str]:
+    """`"<count> <reason>"` entries sorted as strings, as Go's sort.Strings does: "10 x" < "9 x", "1 I" < "1 n".
+
+    Python orders str by code point, which for these texts is the byte order Go uses.
+    """
+    return sorted(f"{count} {reason}" for reason, count in reasons.items())
+
+
+def fit_error(nodes: int, reasons: Mapping[str, int], post_filter: str = "") -> str:
+    """FitError.Error(): `0/N nodes are available: <histogram>. <post-filter>`."""
+    message = f"0/{nodes} nodes are available:"
+    entries = histogram(reasons)
+    if entries:
+        message += f" {', '.join(entries)}."
+    if post_filter:
+        message += f" {post_filter}"
+    return message
+
+
+def post_filter(version: KubeVersion, preemption: str) -> str:
+    """What the PostFilter plugins add after the filter histogram; '' where the version adds nothing."""
+    if not version.preemption_part:
+        return ""
+    parts = [NO_CLAIMS] if version.dra_post_filter else []
+    parts.append(f"preemption: {preemption}")
+    return ", ".join(parts)
+
+
+def preemption_fit_error(version: KubeVersion, nodes: int, reasons: Mapping[str, int]) -> str:
+    inner = fit_error(nodes, reasons)
+    return inner + "." if version.double_period else inner
+
+
+# --- Volcano (v1.10+, job_info.go FitError and unschedule_info.go FitErrors) ------------------
+
+
+def volcano_nodes_error(nodes: int, reasons: Mapping[str, int]) -> str:
+    """FitErrors.Error(): note "unavailable", and N counts the nodes that failed, not all nodes."""
+    if nodes == 0:
+        return "all nodes are unavailable"
+    return f"0/{nodes} nodes are unavailable: {', '.join(histogram(reasons))}."
+
+
+def volcano_gang_message(
+    unready: int,
+    tasks: int,
+    pending: int,
+    min_available: int,
+    schedulable: int,
+    origin: tuple[str, str] | None,
+) -> str:
+    """The PodGroup's Unschedulable condition: `<unready>/<tasks> tasks in gang unschedulable: ...`."""
+    status = histogram({"Pending": pending, "minAvailable": min_available})
+    message = f"pod group is not ready, {', '.join(status)}"
+    split = {name: n for name, n in (("Schedulable", schedulable), ("Unschedulable", pending - schedulable)) if n}
+    if split:
+        message += f"; Pending: {', '.join(histogram(split))}"
+    if origin is not None:
+        message += f". Origin reason is {origin[0]}: {origin[1]}"
+    return f"{unready}/{tasks} tasks in gang unschedulable: {message}"
+
+
+def volcano_waiting(namespace: str, pod: str, node: str) -> str:
+    """A gang member that found a node but waits for the rest of its gang."""
+    return f"Pod {namespace}/{pod} can possibly be assigned to {node}, once minAvailable is satisfied"
+
+
+def volcano_too_few_tasks(valid: int, minimum: int) -> str:
+    return f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {minimum}"

@@ -1,0 +1,149 @@
+"""ResourceQuota admission: pods are counted against their namespace's quotas when created.
+
+The API server refuses a pod whose creation would take any tracked resource over its hard limit,
+in its own words (kube-scheduler-messages.md section 5):
+`pods "x" is forbidden: exceeded quota: <name>, requested: <k=v>, used: <k=v>, limited: <k=v>`,
+listing only the exceeded resources, keys sorted, quantities in canonical form.
+Pods that are admitted count whether or not they are ever scheduled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpustack.simulate.demand import Pod
+from gpustack.simulate.pods import CPU, MEMORY, amount
+
+_CPU_KEYS = ("cpu", "requests.cpu", "limits.cpu")
+_MEMORY_KEYS = ("memory", "requests.memory", "limits.memory")
+
+
+@dataclass(frozen=True)
+class Quota:
+    name: str
+    namespace: str
+    hard: Mapping[str, int]  # quota key (requests.nvidia.com/gpu, pods, limits.cpu...) -> limit
+    priority_classes: tuple[str, str, tuple[str, ...]] | None = None  # scopeSelector on PriorityClass
+
+    def applies_to(self, pod: Pod) -> bool:
+        if self.priority_classes is None:
+            return True
+        _, operator, values = self.priority_classes
+        name = pod.shape.priority_class
+        if operator == "In":
+            return name in values
+        if operator == "NotIn":
+            return name not in values
+        if operator == "Exists":
+            return name is not None
+        return name is None  # DoesNotExist
+
+
+@dataclass(frozen=True)
+class Rejection:
+    quota: Quota
+    message: str
+    exceeded: tuple[str, ...]  # the quota keys that would go over
+
+
+@dataclass
+class QuotaLedger:
+    quotas: tuple[Quota, ...]
+    used: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+
+    def admit(self, pod: Pod) -> Rejection | None:
+        """Count the pod against its namespace's quotas, or say why the API server refuses it."""
+        applicable = sorted((q for q in self.quotas if q.namespace == pod.namespace and q.applies_to(pod)), key=_name)
+        usage = pod_usage(pod)
+        for quota in applicable:
+            used = self.used.get((quota.namespace, quota.name), {})
+            exceeded = tuple(
+                sorted(k for k, limit in quota.hard.items() if usage.get(k, 0) and used.get(k, 0) + usage[k] > limit)
+            )
+            if exceeded:
+                return Rejection(quota, forbidden(pod.name, quota, exceeded, usage, used), exceeded)
+        for quota in applicable:
+            used = self.used.setdefault((quota.namespace, quota.name), {})
+            for key in quota.hard:
+                used[key] = used.get(key, 0) + usage.get(key, 0)
+        return None
+
+    def use(self, quota: Quota) -> dict[str, int]:
+        used = self.used.get((quota.namespace, quota.name), {})
+        return {key: used.get(key, 0) for key in quota.hard}
+
+
+def _name(quota: Quota) -> str:
+    return quota.name
+
+
+def pod_usage(pod: Pod) -> dict[str, int]:
+    """What one pod counts for, under every quota key that can track it."""
+    requests = dict(pod.shape.requests)
+    limits = dict(pod.shape.limits)
+    usage = {"pods": 1, "count/pods": 1}
+    for resource, value in requests.items():
+        usage[f"requests.{resource}"] = value
+        if resource in (CPU, MEMORY):
+            usage[resource] = value
+    for resource in (CPU, MEMORY):
+        if resource in limits:
+            usage[f"limits.{resource}"] = limits[resource]
+    return usage
+
+
+def forbidden(
+    pod: str, quota: Quota, keys: Iterable[str], requested: Mapping[str, int], used: Mapping[str, int]
+) -> str:
+    keys = sorted(keys)
+
+    def listing(values: Mapping[str, int]) -> str:
+        return ",".join(f"{k}={format_quantity(k, values.get(k, 0))}" for k in keys)
+
+    return (
+        f'pods "{pod}" is forbidden: exceeded quota: {quota.name}, requested: {listing(requested)}, '
+        f"used: {listing(used)}, limited: {listing(quota.hard)}"
+    )
+
+
+def format_quantity(key: str, value: int) -> str:
+    """Quantity.String() for the key's unit: cpu as cores or millicores, memory with a binary suffix."""
+    if key in _CPU_KEYS:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if key in _MEMORY_KEYS and value:
+        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value % size == 0:
+                return f"{value // size}{suffix}"
+    return str(value)
+
+
+def quotas_from(objects: Iterable[Mapping[str, Any]]) -> tuple[Quota, ...]:
+    """The ResourceQuota objects of a plan; unknown scopes are ignored (the quota then applies to every pod)."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") != "ResourceQuota":
+            continue
+        spec = obj.get("spec") or {}
+        hard = {str(k): _quota_amount(str(k), v) for k, v in (spec.get("hard") or {}).items()}
+        out.append(
+            Quota(str(obj["metadata"]["name"]), str(obj["metadata"].get("namespace", "default")), hard, _scope(spec))
+        )
+    return tuple(sorted(out, key=lambda q: (q.namespace, q.name)))
+
+
+def _quota_amount(key: str, value: Any) -> int:
+    resource = key.removeprefix("requests.").removeprefix("limits.")
+    return amount(CPU if resource == CPU else resource, value)
+
+
+def _scope(spec: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]] | None:
+    for expression in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
+        if expression.get("scopeName") == "PriorityClass":
+            return (
+                "PriorityClass",
+                str(expression.get("operator")),
+                tuple(str(v) for v in expression.get("values") or ()),
+            )
+    return None

@@ -1,0 +1,172 @@
+"""The simulation as data (for `--output json`) and as text: placements, utilisation, quota, pending pods."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from gpustack.diagnostic import JsonPath, Span, format_json_path
+from gpustack.simulate import Simulation
+from gpustack.simulate.hints import BLUEPRINT, explain
+from gpustack.simulate.pods import PODS
+from gpustack.simulate.quota import format_quantity
+
+# (document, path) -> where it is: document is "blueprint" or "scenario".
+Locate = Callable[[str, JsonPath], Span | None]
+
+
+def _nowhere(document: str, path: JsonPath) -> Span | None:
+    return None
+
+
+def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) -> dict[str, Any]:
+    outcome = simulation.outcome
+    context = simulation.context
+    placed, pending = len(outcome.placed), len(outcome.pending)
+    return {
+        "blueprint": context.blueprint.name,
+        "file": file,
+        "scenario": simulation.scenario.file if simulation.scenario is not None else None,
+        "kubernetes": str(outcome.version),
+        "ok": outcome.ok and not simulation.demand.skipped,
+        "summary": {
+            "pods": placed + pending,
+            "placed": placed,
+            "pending": pending,
+            "nodes": len(outcome.cluster.nodes),
+        },
+        "workloads": _workloads(simulation),
+        "pools": _pools(simulation),
+        "quotas": _quotas(simulation),
+        "gangs": [
+            {"job": spec.name, "namespace": spec.namespace, "minAvailable": spec.min_available, "message": message}
+            for spec, message in outcome.gangs
+        ],
+        "pending": [_pending(simulation, item, locate) for item in outcome.pending],
+        "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
+    }
+
+
+def _workloads(simulation: Simulation) -> list[dict[str, Any]]:
+    nodes = simulation.outcome.cluster.nodes
+    rows: dict[str, dict[str, Any]] = {}
+    for pod in simulation.demand.pods:
+        workload = pod.source.workload
+        row = rows.setdefault(
+            pod.workload,
+            {
+                "name": pod.workload,
+                "namespace": pod.namespace,
+                "tenant": workload.tenant if workload is not None else None,
+                "pool": workload.pool if workload is not None else None,
+                "scheduler": pod.shape.scheduler_name,
+                "pods": 0,
+                "placed": 0,
+                "pending": 0,
+                "placements": [],
+            },
+        )
+        row["pods"] += 1
+    for pod, node in simulation.outcome.placed:
+        rows[pod.workload]["placed"] += 1
+        rows[pod.workload]["placements"].append({"pod": pod.name, "node": nodes[node].name})
+    for item in simulation.outcome.pending:
+        rows[item.pod.workload]["pending"] += 1
+    return list(rows.values())
+
+
+def _pools(simulation: Simulation) -> list[dict[str, Any]]:
+    cluster = simulation.outcome.cluster
+    out = []
+    for pool in simulation.context.blueprint.pools:
+        members = [i for i, n in enumerate(cluster.nodes) if n.pool == pool.name]
+        totals: dict[str, list[int]] = {}
+        for index in members:
+            for resource, capacity in cluster.nodes[index].allocatable.items():
+                if resource == PODS:
+                    continue
+                entry = totals.setdefault(resource, [0, 0])
+                entry[0] += capacity
+                entry[1] += cluster.used[index].get(resource, 0)
+        resources = [
+            {
+                "resource": resource,
+                "allocatable": format_quantity(resource, total),
+                "requested": format_quantity(resource, used),
+                "percent": round(100 * used / total, 1) if total else 0.0,
+            }
+            for resource, (total, used) in sorted(totals.items())
+        ]
+        out.append({"name": pool.name, "nodes": len(members), "resources": resources})
+    return out
+
+
+def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
+    tenants = simulation.context.blueprint.tenants
+    out = []
+    for quota, used in simulation.outcome.quotas:
+        tenant = next((t.name for t in tenants if quota.namespace in t.namespaces), None)
+        out.append(
+            {
+                "tenant": tenant,
+                "namespace": quota.namespace,
+                "quota": quota.name,
+                "resources": [
+                    {
+                        "resource": key,
+                        "used": format_quantity(key, used.get(key, 0)),
+                        "hard": format_quantity(key, hard),
+                    }
+                    for key, hard in sorted(quota.hard.items())
+                ],
+            }
+        )
+    return out
+
+
+def _pending(simulation: Simulation, item: Any, locate: Locate) -> dict[str, Any]:
+    hint = explain(item, simulation.context, simulation.outcome.cluster)
+    hint_data = None
+    if hint is not None:
+        span = locate(hint.document, hint.path)
+        hint_data = {
+            "message": hint.message,
+            "document": hint.document,
+            "path": format_json_path(hint.path),
+            "file": span.file if span is not None else None,
+            "line": span.start.line if span is not None else None,
+            "column": span.start.column if span is not None else None,
+        }
+    return {
+        "pod": item.pod.name,
+        "namespace": item.pod.namespace,
+        "workload": item.pod.workload,
+        "event": item.event,
+        "message": item.message,
+        "hint": hint_data,
+    }
+
+
+def format_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+@cache
+def _template() -> jinja2.Template:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("gpustack", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return environment.get_template("simulate-report.txt.j2")
+
+
+def format_text(data: dict[str, Any]) -> str:
+    return _template().render(report=data, blueprint_document=BLUEPRINT)

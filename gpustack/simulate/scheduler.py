@@ -1,0 +1,96 @@
+"""kube-scheduler for one pod: place it, or word why not exactly as the cluster's version would.
+
+The event reads `0/N nodes are available: <filter histogram>. <post-filter>`, where the post-filter
+part is the DefaultPreemption dry run (and, from 1.34, DynamicResources' own line before it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from gpustack.simulate.cluster import Cluster
+from gpustack.simulate.demand import Pod
+from gpustack.simulate.filters import resource_verdict
+from gpustack.simulate.messages import (
+    NO_NODES,
+    NO_VICTIMS,
+    NOT_ELIGIBLE_NEVER,
+    NOT_HELPFUL,
+    KubeVersion,
+    fit_error,
+    post_filter,
+    preemption_fit_error,
+)
+from gpustack.simulate.placement import Judge, Rejection, place
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    message: str
+    rejections: tuple[Rejection, ...]
+
+
+def schedule_pod(
+    cluster: Cluster, pod: Pod, judge: Judge, version: KubeVersion, most_allocated: bool
+) -> int | Unplaced:
+    """Bind the pod to its node and return the node's index, or say why no node takes it."""
+    if not cluster.nodes:
+        return Unplaced(NO_NODES, ())
+    node, rejections = place(cluster, pod.shape, judge, most_allocated)
+    if node is not None:
+        cluster.bind(pod, node)
+        return node
+    return Unplaced(failed_scheduling(cluster, pod, rejections, version), tuple(rejections))
+
+
+def failed_scheduling(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str:
+    reasons: Counter[str] = Counter()
+    for rejection in rejections:
+        for reason in rejection.verdict.reasons:
+            reasons[reason] += rejection.count
+    preemption = _preemption(cluster, pod, rejections, version)
+    return fit_error(len(cluster.nodes), reasons, post_filter(version, preemption) if preemption is not None else "")
+
+
+def _preemption(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str | None:
+    """DefaultPreemption's message; None when some node would make room (the pod is then nominated)."""
+    if pod.preempt_never:
+        return NOT_ELIGIBLE_NEVER
+    reasons: Counter[str] = Counter()
+    # Pods are scheduled highest priority first, so lower-priority victims exist only if some were bound before.
+    any_victims = cluster.lowest_priority is not None and cluster.lowest_priority < pod.priority
+    for rejection in rejections:
+        if rejection.verdict.unresolvable:
+            reasons[NOT_HELPFUL] += rejection.count
+        elif not any_victims:
+            reasons[NO_VICTIMS] += rejection.count
+        else:
+            for node in _nodes_of(cluster, rejection):
+                verdict = _after_eviction(cluster, pod, node, version)
+                if verdict is None:
+                    return None
+                reasons.update(verdict)
+    return preemption_fit_error(version, len(cluster.nodes), reasons)
+
+
+def _nodes_of(cluster: Cluster, rejection: Rejection) -> list[int]:
+    if rejection.node is not None:
+        return [rejection.node]
+    return list(cluster.members(rejection.node_class, rejection.usage))
+
+
+def _after_eviction(cluster: Cluster, pod: Pod, node: int, version: KubeVersion) -> tuple[str, ...] | None:
+    """The node's reasons once every lower-priority pod is gone: none means preemption would succeed."""
+    victims = [p for p in cluster.pods[node] if p.priority < pod.priority]
+    if not victims:
+        return (NO_VICTIMS,)
+    node_class = cluster.classes[cluster.class_of[node]]
+    freed = {r: 0 for r in node_class.resources}
+    for victim in victims:
+        for resource, value in (*victim.shape.requests, ("pods", 1)):
+            if resource in freed:
+                freed[resource] += value
+    usage = tuple(u - freed[r] for u, r in zip(cluster.usage_of(node), node_class.resources, strict=True))
+    verdict = resource_verdict(pod.shape, node_class, usage, version)
+    return None if verdict is None else verdict.reasons

@@ -1,0 +1,106 @@
+"""One simulated apply: create every pod (quota admission), then schedule them, highest priority first.
+
+Pure: nodes, pods and quotas in, an Outcome out. The order matches a cluster where everything is
+applied at once: the API server admits pods in creation order, and both schedulers take the
+highest-priority pod (or Volcano job) first, the older one on a tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpustack.simulate.cluster import Cluster
+from gpustack.simulate.demand import Demand, GangSpec, Pod
+from gpustack.simulate.inventory import Node
+from gpustack.simulate.messages import KubeVersion
+from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
+from gpustack.simulate.quota import Quota, QuotaLedger
+from gpustack.simulate.quota import Rejection as QuotaRejection
+from gpustack.simulate.scheduler import Unplaced, schedule_pod
+from gpustack.simulate.volcano import allocate_gang
+
+FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
+FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's event
+UNSCHEDULABLE = "Unschedulable"  # Volcano's PodScheduled condition reason
+
+
+@dataclass(frozen=True)
+class Pending:
+    pod: Pod
+    event: str
+    message: str
+    rejections: tuple[Rejection, ...] = ()
+    quota: QuotaRejection | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    version: KubeVersion
+    cluster: Cluster
+    placed: tuple[tuple[Pod, int], ...]  # (pod, node index), in creation order
+    pending: tuple[Pending, ...]  # in creation order
+    gangs: tuple[tuple[GangSpec, str], ...]  # gangs that are not ready, with the PodGroup's message
+    quotas: tuple[tuple[Quota, dict[str, int]], ...]  # every quota with what admitted pods use
+
+    @property
+    def ok(self) -> bool:
+        return not self.pending
+
+
+def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], version: KubeVersion) -> Outcome:
+    cluster = Cluster(nodes)
+    ledger = QuotaLedger(tuple(quotas))
+    pending: list[Pending] = []
+    admitted: list[Pod] = []
+    for pod in demand.pods:
+        refused = ledger.admit(pod)
+        if refused is None:
+            admitted.append(pod)
+        else:
+            pending.append(Pending(pod, FAILED_CREATE, refused.message, quota=refused))
+    placed: list[tuple[Pod, int]] = []
+    gangs: list[tuple[GangSpec, str]] = []
+    kube, volcano = KubeJudge(version), VolcanoJudge(version)
+    for unit in _queue(admitted, demand):
+        if isinstance(unit, Pod):
+            result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
+            if isinstance(result, Unplaced):
+                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
+            else:
+                placed.append((unit, result))
+            continue
+        spec, members = unit
+        outcome = allocate_gang(cluster, spec, members, volcano)
+        placed += outcome.bound
+        pending += [Pending(pod, UNSCHEDULABLE, message, rejections) for pod, message, rejections in outcome.pending]
+        if outcome.message is not None:
+            gangs.append((spec, outcome.message))
+    return Outcome(
+        version,
+        cluster,
+        tuple(sorted(placed, key=lambda item: item[0].order)),
+        tuple(sorted(pending, key=lambda item: item.pod.order)),
+        tuple(gangs),
+        tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
+    )
+
+
+Unit = Pod | tuple[GangSpec, list[Pod]]
+
+
+def _queue(pods: list[Pod], demand: Demand) -> list[Unit]:
+    """Scheduling units by priority, then age: single pods for kube-scheduler, whole jobs for Volcano."""
+    units: list[tuple[int, int, Unit]] = []
+    members: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if not pod.volcano:
+            units.append((-pod.priority, pod.order, pod))
+            continue
+        key = pod.gang or f"{pod.namespace}/{pod.name}"  # Volcano gives a lone pod a PodGroup of one
+        if key not in members:
+            members[key] = []
+            spec = demand.gangs.get(key) or GangSpec(key, pod.name, pod.namespace, 1, 1)
+            units.append((-pod.priority, pod.order, (spec, members[key])))
+        members[key].append(pod)
+    return [unit for _, _, unit in sorted(units, key=lambda u: (u[0], u[1]))]

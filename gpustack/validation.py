@@ -1,0 +1,103 @@
+"""The front half of the pipeline: text -> Document -> shape -> Blueprint -> semantic checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpustack.build import build_blueprint
+from gpustack.catalog import load_catalog
+from gpustack.checks import run_checks
+from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors
+from gpustack.load import Document, parse_document, read_document
+from gpustack.model import Blueprint
+from gpustack.schema import check_shape
+
+
+@dataclass(frozen=True)
+class Validation:
+    file: str
+    document: Document | None
+    blueprint: Blueprint | None  # None when the shape is wrong: semantic checks need a well-formed blueprint
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+    def strict(self) -> Validation:
+        """Warnings count as errors."""
+        promoted = tuple(d.as_error() if d.severity is Severity.WARNING else d for d in self.diagnostics)
+        return Validation(self.file, self.document, self.blueprint, promoted)
+
+
+def validate_document(document: Document) -> Validation:
+    shape = check_shape(document)
+    if shape:
+        return Validation(document.file, document, None, tuple(shape))
+    blueprint = build_blueprint(document.data, document.file)
+
+    def locate(path: JsonPath, key: bool) -> Span | None:
+        return document.span(path, key=key)
+
+    return Validation(document.file, document, blueprint, tuple(run_checks(blueprint, load_catalog(), locate)))
+
+
+def validate_text(text: str | bytes, file: str) -> Validation:
+    try:
+        document = parse_document(text, file)
+    except DiagnosticError as error:
+        return Validation(file, None, None, error.diagnostics)
+    return validate_document(document)
+
+
+MAX_TEMPLATE_BYTES = 1024 * 1024
+
+
+def validate_path(path: str | os.PathLike[str]) -> Validation:
+    name = os.fspath(path)
+    try:
+        document = read_document(path)
+    except DiagnosticError as error:
+        return Validation(name, None, None, error.diagnostics)
+    result = validate_document(document)
+    if result.blueprint is None or not any(w.template for w in result.blueprint.workloads):
+        return result
+    base = Path(name).parent if name != "-" else Path.cwd()
+    return _with_templates(result, base)
+
+
+def _with_templates(result: Validation, base: Path) -> Validation:
+    """Read the workload templates a blueprint names, relative to the blueprint's folder."""
+    assert result.blueprint is not None and result.document is not None
+    texts: dict[str, str] = {}
+    problems: list[Diagnostic] = []
+    for workload in result.blueprint.workloads:
+        if workload.template is None or workload.template in texts:
+            continue
+        path = (*workload.path, "template")
+        try:
+            file = base / workload.template
+            if file.stat().st_size > MAX_TEMPLATE_BYTES:
+                raise OSError(f"larger than {MAX_TEMPLATE_BYTES} bytes")
+            texts[workload.template] = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            problems.append(
+                Diagnostic(
+                    "GS605",
+                    Severity.ERROR,
+                    f"cannot read template '{workload.template}' of workload '{workload.name}': {error}",
+                    result.document.span(path),
+                    path,
+                    "template paths are relative to the blueprint's folder",
+                )
+            )
+    blueprint = dataclasses.replace(result.blueprint, templates=tuple(sorted(texts.items())))
+    return Validation(
+        result.file,
+        result.document,
+        blueprint,
+        tuple(sorted((*result.diagnostics, *problems), key=Diagnostic.sort_key)),
+    )

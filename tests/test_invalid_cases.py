@@ -1,0 +1,39 @@
+"""Invalid blueprints as data: each file names the diagnostics (code, line, column) it must produce."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CASES
+
+from gpustack.codes import CODES
+from gpustack.validation import validate_path
+
+EXPECT = re.compile(r"^# expect: (GS\d{3}) at (\d+):(\d+)$", re.MULTILINE)
+CASE_FILES = sorted((CASES / "invalid").glob("*.yaml"))
+
+
+def expectations(path: Path) -> set[tuple[str, int, int]]:
+    return {(code, int(line), int(col)) for code, line, col in EXPECT.findall(path.read_text())}
+
+
+@pytest.mark.parametrize("case", CASE_FILES, ids=lambda p: p.stem)
+def test_case_produces_exactly_its_diagnostics(case: Path) -> None:
+    expected = expectations(case)
+    assert expected, f"{case.name} names no expected diagnostic"
+    result = validate_path(case)
+    found = {(d.code, d.span.start.line, d.span.start.column) for d in result.diagnostics if d.span}
+    assert expected <= found, f"missing {expected - found}; got {sorted(found)}"
+    unexpected = {d.code for d in result.diagnostics} - {code for code, _, _ in expected}
+    assert not unexpected, f"unexpected diagnostics {unexpected}: {[d.message for d in result.diagnostics]}"
+    for diagnostic in result.diagnostics:
+        assert diagnostic.hint, f"{diagnostic.code} has no hint"
+        assert diagnostic.code in CODES
+
+
+def test_every_semantic_code_has_a_case() -> None:
+    covered = {code for case in CASE_FILES for code, _, _ in expectations(case)}
+    semantic = {code for code in CODES if code >= "GS200" and code not in {"GS507", "GS606", "GS901"}}
+    assert semantic <= covered, f"codes without an invalid case: {sorted(semantic - covered)}"
