@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
@@ -16,6 +17,7 @@ from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, pool_offers
 
 Locate = Callable[[JsonPath, bool], Span | None]
+T = TypeVar("T")
 
 
 def _nowhere(path: JsonPath, key: bool) -> Span | None:
@@ -27,6 +29,14 @@ class Context:
     blueprint: Blueprint
     catalog: Catalog
     locate: Locate = field(default=_nowhere)
+    _derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def derive(self, name: str, compute: Callable[[Context], T]) -> T:
+        """A fact about the whole blueprint, computed once per context (e.g. device-plugin config keys)."""
+        if name not in self._derived:
+            self._derived[name] = compute(self)
+        value: T = self._derived[name]
+        return value
 
     @cached_property
     def models(self) -> dict[str, GpuModel | None]:

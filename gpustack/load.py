@@ -42,7 +42,6 @@ from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Position,
 
 MAX_BYTES: Final = 8 * 1024 * 1024
 MAX_DEPTH: Final = 64  # nesting depth of collections; the root collection is level 1
-_Mark = Any  # yaml.error.Mark, or the libyaml parser's own Mark: both have 0-based .line and .column
 MAX_DIAGNOSTICS: Final = 50  # a file that is wrong everywhere should not bury the first problems
 
 STR_TAG: Final = "tag:yaml.org,2002:str"
@@ -296,7 +295,7 @@ def _decode_utf8(data: bytes, file: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         before = data[: error.start].decode("utf-8")
-        position = position_at(before, len(before))
+        position = _position_at(before, len(before))
         bad = data[error.start]
         message = f"the file is not UTF-8 text: byte 0x{bad:02X} at offset {error.start} is not valid UTF-8"
         raise DiagnosticError([_error("GS003", message, _ENCODING_HINT, file, position)]) from None
@@ -316,11 +315,11 @@ def _check_printable(text: str, file: str) -> None:
     else:
         message = f"the file contains the control character U+{code_point:04X}, which YAML does not allow"
         hint = "remove it; if the file is binary or damaged, restore it from a good copy"
-    position = position_at(text, match.start())
+    position = _position_at(text, match.start())
     raise DiagnosticError([_error("GS003", message, hint, file, position)])
 
 
-def position_at(text: str, offset: int) -> Position:
+def _position_at(text: str, offset: int) -> Position:
     """The 1-based line and column of character `offset` in `text`, counting YAML's line breaks."""
     line, line_start = 1, 0
     for match in _LINE_BREAK.finditer(text, 0, offset):
@@ -329,6 +328,8 @@ def position_at(text: str, offset: int) -> Position:
 
 
 # --- YAML --------------------------------------------------------------------------------
+
+_Mark = Any  # yaml.error.Mark, or the libyaml parser's own Mark: both have 0-based .line and .column
 
 
 def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
@@ -368,19 +369,19 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _syntax_error(error: yaml.MarkedYAMLError, text: str, file: str) -> Diagnostic:
-    problem = error.problem or error.context or "invalid YAML"
+    problem, context = (error.problem, error.context) if error.problem else (error.context or "invalid YAML", None)
     mark = error.problem_mark or error.context_mark
     position = _position(mark) if mark is not None else Position(1, 1)
     if "maximum nesting depth" in problem:  # libyaml's own limit (1000), hit before ours when it scans ahead
         return _too_deep(file, position, ())
     message, related = problem, ()
     context_mark = error.context_mark
-    if error.context and context_mark is not None and _position(context_mark) != position:
+    if context and context_mark is not None and _position(context_mark) != position:
         context_position = _position(context_mark)
-        message += f" ({error.context} at line {context_position.line}, column {context_position.column})"
+        message += f" ({context} at line {context_position.line}, column {context_position.column})"
         related = (Span(file, context_position),)
-    elif error.context:
-        message += f" ({error.context})"
+    elif context:
+        message += f" ({context})"
     hint = _syntax_hint(problem, _char_at(text, position))
     return _error("GS004", message, hint, file, position, related=related)
 

@@ -38,6 +38,9 @@ BAD_FORMAT = "GS105"
 OUT_OF_RANGE = "GS106"
 DUPLICATE_ITEM = "GS107"
 COMBINATION = "GS108"
+SHAPE_CODES = frozenset(
+    {UNKNOWN_FIELD, MISSING_FIELD, WRONG_TYPE, NOT_ALLOWED_VALUE, BAD_FORMAT, OUT_OF_RANGE, DUPLICATE_ITEM, COMBINATION}
+)
 
 # Fields people write by habit from other tools; difflib cannot guess these from spelling alone.
 _SYNONYMS: Mapping[str, tuple[str, str]] = {
@@ -171,7 +174,7 @@ def _convert(error: ValidationError, doc: Document, typos: Typos = frozenset()) 
     if keyword in ("anyOf", "oneOf"):
         return _alternatives(error, doc, path, typos)
     # A keyword this module has no words for yet: still a located error, never a crash.
-    return [_diag(COMBINATION, f"{_name(path)}: {error.message}", doc.span(path), path)]
+    return [_diag(COMBINATION, f"{_name(path)}: {error.message}", doc.span(path), path, _about(error.schema))]
 
 
 def _unknown_fields(error: ValidationError, doc: Document, path: JsonPath) -> Iterator[Diagnostic]:
@@ -223,9 +226,13 @@ def _missing_fields(error: ValidationError, doc: Document, path: JsonPath, typos
     for field in error.validator_value:
         if field in error.instance or (path, field) in typos:
             continue
-        purpose = _first_sentence(_description(properties.get(field)))
-        hint = f"'{field}': {purpose}" if purpose else None
-        yield _diag(MISSING_FIELD, f"missing required field '{field}' {_in(path)}", _object_span(doc, path), path, hint)
+        yield _diag(
+            MISSING_FIELD,
+            f"missing required field '{field}' {_in(path)}",
+            _object_span(doc, path),
+            path,
+            _purpose(field, properties),
+        )
 
 
 def _conditionally_required(
@@ -237,10 +244,8 @@ def _conditionally_required(
     for field in error.validator_value:
         if field in error.instance:
             continue
-        purpose = _first_sentence(_description(owner.get("properties", {}).get(field)))
-        hint = f"'{field}': {purpose}" if purpose else None
         message = f"{_name(path)} needs '{field}' when {condition}"
-        yield _diag(COMBINATION, message, _object_span(doc, path), path, hint)
+        yield _diag(COMBINATION, message, _object_span(doc, path), path, _purpose(field, owner.get("properties", {})))
 
 
 def _forbidden(error: ValidationError, doc: Document, path: JsonPath, schema_path: JsonPath) -> Diagnostic:
@@ -248,7 +253,7 @@ def _forbidden(error: ValidationError, doc: Document, path: JsonPath, schema_pat
     branch = schema_path[:-3]
     condition = _condition(branch, _value_at(doc.data, parent))
     message = f"{field} is not allowed {_in(parent)} when {condition}"
-    return _diag(COMBINATION, message, _key_span(doc, path), path, _description(_schema_at(schema_path[:-1])) or None)
+    return _diag(COMBINATION, message, _key_span(doc, path), path, _about(_schema_at(schema_path[:-1])))
 
 
 def _exclusive(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
@@ -256,7 +261,7 @@ def _exclusive(error: ValidationError, doc: Document, path: JsonPath) -> Diagnos
     # Point at whichever of them was written last: that is the one the user added on top.
     last = max(fields, key=lambda f: _position_key(doc, (*path, f)))
     message = f"{_join(fields, 'and')} cannot be used together {_in(path)}"
-    hint = error.validator_value.get("description")
+    hint = error.validator_value.get("description") or "give only one of them"
     return _diag(COMBINATION, message, _key_span(doc, (*path, last)), (*path, last), hint)
 
 
@@ -277,7 +282,8 @@ def _alternatives(error: ValidationError, doc: Document, path: JsonPath, typos: 
     fitting = [
         errs for errs in by_branch.values() if not any(e.validator == "type" and not e.relative_path for e in errs)
     ]
-    if len(fitting) == 1:
+    if fitting:
+        # Where several branches fit the type, the first (the schema's preferred form) speaks.
         return [d for sub in fitting[0] for d in _convert(sub, doc, typos)]
     types = [
         t
@@ -293,7 +299,8 @@ def _wrong_type(doc: Document, path: JsonPath, value: Any, expected: Any, schema
     wanted = list(dict.fromkeys(_as_list(expected)))
     expected_words = _join([_TYPE_WORDS.get(t, t) for t in wanted], "or")
     message = f"wrong type for {_name(path)}: expected {expected_words}, got {_got(doc, path, value)}"
-    return _diag(WRONG_TYPE, message, doc.span(path), path, _type_hint(doc, path, value, wanted, schema))
+    hint = _type_hint(doc, path, value, wanted, schema) or _about(schema)
+    return _diag(WRONG_TYPE, message, doc.span(path), path, hint)
 
 
 def _type_hint(
@@ -333,7 +340,7 @@ def _not_allowed(error: ValidationError, doc: Document, path: JsonPath) -> Diagn
         f"expected {_show(allowed[0])}" if len(allowed) == 1 else "expected one of " + ", ".join(map(str, allowed))
     )
     message = f"invalid value {_got_value(doc, path, value)} for {_name(path)}: {expected}"
-    hint = None
+    hint = _about(error.schema)
     if isinstance(value, str):
         words = [a for a in allowed if isinstance(a, str)]
         # Compare case-insensitively so `noschedule` finds NoSchedule, but suggest the real spelling.
@@ -351,7 +358,7 @@ def _bad_format(doc: Document, path: JsonPath, value: Any, schema: Mapping[str, 
     message = f"{subject} is not {words}"
     at = (*path, value) if key else path
     span = _key_span(doc, at) if key else doc.span(path)
-    return _diag(BAD_FORMAT, message, span, at, _format_hint(schema, value))
+    return _diag(BAD_FORMAT, message, span, at, _format_hint(schema, value) or _examples(schema) or _about(schema))
 
 
 def _format_hint(schema: Mapping[str, Any], value: Any) -> str | None:
@@ -377,7 +384,8 @@ def _bad_key(error: ValidationError, doc: Document, path: JsonPath) -> Diagnosti
     if error.validator in _RANGE_KEYWORDS:
         return _out_of_range(error, doc, path, key=error.instance)
     at = (*path, error.instance)
-    return _diag(COMBINATION, f"key {_show(error.instance)} {_in(path)}: {error.message}", _key_span(doc, at), at)
+    message = f"key {_show(error.instance)} {_in(path)}: {error.message}"
+    return _diag(COMBINATION, message, _key_span(doc, at), at, _about(error.schema))
 
 
 def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: str | None) -> Diagnostic:
@@ -404,8 +412,7 @@ def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: st
         message = f"{subject} must be {bound} {limit}, got {_written(doc, path, value)}"
     at = (*path, key) if key is not None else path
     span = _key_span(doc, at) if key is not None else doc.span(path)
-    purpose = _first_sentence(_description(error.schema)) if key is None else ""
-    return _diag(OUT_OF_RANGE, message, span, at, purpose or None)
+    return _diag(OUT_OF_RANGE, message, span, at, _about(error.schema))
 
 
 def _duplicate(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
@@ -517,6 +524,29 @@ def _description(schema: Any) -> str:
     if "$ref" in schema:
         return _description(_resolve(schema["$ref"]))
     return ""
+
+
+def _purpose(field: str, properties: Mapping[str, Any]) -> str:
+    purpose = _first_sentence(_description(properties.get(field)))
+    return f"'{field}': {purpose}" if purpose else f"add '{field}'"
+
+
+def _about(schema: Any) -> str:
+    """What a field is, for hints that have no computed fix."""
+    return (
+        _first_sentence(_description(schema))
+        or _examples(schema)
+        or "`gpustack schema` prints every field with its description"
+    )
+
+
+def _examples(schema: Any) -> str:
+    examples = schema.get("examples") if isinstance(schema, Mapping) else None
+    return (
+        "for example: " + ", ".join(e if isinstance(e, str) else json.dumps(e) for e in examples[:3])
+        if examples
+        else ""
+    )
 
 
 def _first_sentence(text: str) -> str:
@@ -653,5 +683,6 @@ def _position_key(doc: Document, path: JsonPath) -> tuple[int, int]:
     return (position.line, position.column) if position else (0, 0)
 
 
-def _diag(code: str, message: str, span: Span, path: JsonPath, hint: str | None = None) -> Diagnostic:
+def _diag(code: str, message: str, span: Span, path: JsonPath, hint: str) -> Diagnostic:
+    # Every shape diagnostic carries a hint: the fix when one can be computed, else what the field is.
     return Diagnostic(code, Severity.ERROR, message, span, path, hint)

@@ -39,8 +39,11 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
             "gpustack replaces its output directory whole; point -o at an empty or gpustack-made directory",
         )
     files = render_files(plan)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    except OSError as error:
+        raise _refuse(target, f"cannot be written: {error}", "check the path and its permissions") from error
     try:
         for relative, text in files.items():
             path = staging / relative
@@ -49,6 +52,9 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
             if relative.endswith(".sh"):
                 path.chmod(0o755)
         _swap(staging, target)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _refuse(target, f"cannot be written: {error}", "the previous output is left as it was") from error
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

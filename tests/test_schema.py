@@ -155,6 +155,7 @@ def test_invalid_case(path: Path) -> None:
         assert d.span is not None, d
         assert d.span.file == path.name
         assert d.severity is Severity.ERROR
+        assert d.hint, f"{d.code} has no hint"
         assert path.name not in d.message and not re.search(r"\bline \d", d.message), d.message
     shown = [
         f"{d.code} at {d.span.start.line}:{d.span.start.column}: {d.message} (hint: {d.hint})" for d in diagnostics
@@ -306,7 +307,8 @@ def test_wrong_type_in_a_choice_of_types_names_both() -> None:
     [d] = check(BASE + "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1], nodeResources: {cpu: true}}\n")
     assert d.code == "GS103"
     assert d.message == "wrong type for nodePools[0].nodeResources.cpu: expected a string or a number, got boolean true"
-    assert d.hint is None  # "true" quoted is no CPU amount either, so no quote-it hint
+    # "true" quoted is no CPU amount either: no quote-it hint, say what a CPU amount is instead
+    assert d.hint and d.hint.startswith("A CPU amount: a number of cores or a Kubernetes quantity")
 
 
 def test_quote_it_only_when_the_quoted_value_would_pass() -> None:
@@ -332,6 +334,17 @@ def test_root_that_is_not_a_mapping() -> None:
     assert d.code == "GS103"
     assert d.message == "wrong type for the blueprint: expected a mapping, got a list"
     assert d.path == ()
+
+
+def test_mig_block_beside_mps_is_left_to_the_semantic_check() -> None:
+    # GS401 (gpustack.checks.sharing) names MPS+MIG and explains the device plugin's refusal.
+    text = BASE + (
+        "    - name: a\n"
+        "      gpu: {model: A100-SXM4-80GB, count: 8}\n"
+        "      nodes: [n1]\n"
+        '      sharing: {strategy: mps, mps: {replicas: 4}, mig: {strategy: mixed, layout: {"3g.40gb": 2}}}\n'
+    )
+    assert check(text) == []
 
 
 def test_a_forbidden_block_hides_the_errors_inside_it() -> None:
@@ -370,3 +383,48 @@ def test_validator_is_built_once_and_a_thousand_pools_check_clean() -> None:
     assert shape.check_shape(doc) == []
     assert shape._validator.cache_info().misses == built == 1
     assert shape.load_schema() is shape.load_schema()
+
+
+# --- robustness --------------------------------------------------------------------------------
+
+ODD_VALUES: list[Any] = [None, True, 0, -1, 1.5, "", "Bad_Name", [], [1, "a"], {}, {"z": 1}, "NoSchedul"]
+
+
+def test_mangled_blueprints_give_located_hinted_diagnostics_never_exceptions() -> None:
+    # Bad input must become diagnostics, never a traceback: mangle the maximal blueprint at random
+    # (fixed seed) and check that every diagnostic is located, hinted and reported once.
+    import copy
+    import random
+
+    import yaml
+
+    from gpustack.diagnostic import DiagnosticError
+
+    base = parse_document((VALID / "maximal.yaml").read_text(), "maximal.yaml").data
+    rnd = random.Random(20260101)
+
+    def paths(node: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        if at:
+            yield at
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in children:
+            yield from paths(child, (*at, key))
+
+    for _ in range(100):
+        data = copy.deepcopy(base)
+        for _ in range(rnd.randint(1, 3)):
+            path = rnd.choice(list(paths(data)))
+            parent = data
+            for step in path[:-1]:
+                parent = parent[step]
+            if rnd.random() < 0.7:
+                parent[path[-1]] = copy.deepcopy(rnd.choice(ODD_VALUES))
+            elif isinstance(parent, dict):
+                del parent[path[-1]]
+        try:
+            doc = parse_document(yaml.safe_dump(data, sort_keys=False), "mangled.yaml")
+        except DiagnosticError:
+            continue
+        diagnostics = shape.check_shape(doc)
+        assert len({(d.code, d.path, d.message) for d in diagnostics}) == len(diagnostics)
+        assert all(d.span is not None and d.hint and d.code in shape.SHAPE_CODES for d in diagnostics)

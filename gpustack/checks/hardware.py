@@ -23,8 +23,7 @@ def check_models(ctx: Context) -> Iterator[Diagnostic]:
                 "GS301",
                 (*pool.gpu.path, "model"),
                 f"unknown GPU model '{pool.gpu.model}' in pool '{pool.name}'",
-                (hint + " " if hint else "")
-                + "use a catalog key or the nvidia.com/gpu.product label your nodes carry "
+                (hint + " " if hint else "") + "use a catalog key or the nvidia.com/gpu.product label your nodes carry "
                 "(`gpustack models` lists them)",
             )
 

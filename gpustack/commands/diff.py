@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import click
 
@@ -22,16 +23,17 @@ EXIT_CHANGED = 1
 EXIT_ERROR = 2
 
 
-def _fail(message: str, output: str) -> None:
+def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
         click.echo(json.dumps({"error": message}))
     click.echo(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
 
-def _report_invalid(sides: list[Side], output: str) -> None:
+def _report_invalid(sides: list[Side], output: str) -> NoReturn:
     """Like `gpustack validate`: every problem with its source line; JSON on stdout, text on stderr."""
-    results = [s.validation for s in sides if s.validation is not None and not s.validation.ok]
+    invalid = {s.validation.file: s.validation for s in sides if s.validation is not None and not s.validation.ok}
+    results = list(invalid.values())  # one report per file, even when OLD and NEW are the same file
     if output == "json":
         click.echo(format_json([(r.file, sort_diagnostics(r.diagnostics)) for r in results]), nl=False)
     else:
@@ -44,7 +46,9 @@ def _report_invalid(sides: list[Side], output: str) -> None:
 
 
 @click.command(name="diff")
-@click.argument("blueprints", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument(
+    "blueprints", nargs=-1, required=True, metavar="OLD NEW | --base REV BLUEPRINT", type=click.Path(dir_okay=False)
+)
 @click.option(
     "--base",
     metavar="REV",
@@ -74,11 +78,9 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
         before = side_at_revision(blueprints[0], base) if base is not None else side_from_file(blueprints[0])
     except RevisionError as error:
         _fail(str(error), output)
-        return
     after = side_from_file(blueprints[-1])
     if before.snapshot is None or after.snapshot is None:
         _report_invalid([before, after], output)
-        return
     review = review_change(before.snapshot, after.snapshot)
     failed = [
         (snapshot.label, errors)

@@ -15,6 +15,7 @@ from gpustack.load import read_document
 from gpustack.report import format_json as format_diagnostics_json
 from gpustack.report import format_text as format_diagnostics_text
 from gpustack.simulate import run_simulation
+from gpustack.simulate.demand import TooManyPods
 from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
@@ -56,16 +57,22 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
         _fail(result.file, list(result.diagnostics), output, result)
     assert result.blueprint is not None and result.document is not None
     plan = compile_blueprint(result.blueprint)
-    errors = [d for d in plan.diagnostics if d.severity is Severity.ERROR]
-    if errors:
-        _fail(result.file, sort_diagnostics([*result.diagnostics, *errors]), output, result)
+    diagnostics = sort_diagnostics([*result.diagnostics, *plan.diagnostics])
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        _fail(result.file, diagnostics, output, result)
+    if diagnostics and output == "text":  # warnings: worth reading, not worth stopping for
+        click.echo(format_diagnostics_text(diagnostics, line_lookup([result])) + "\n", err=True)
     loaded: Scenario | None = None
     if scenario is not None:
         try:
             loaded = scenario_from(read_document(scenario), result.blueprint)
         except DiagnosticError as error:
             _fail(scenario, list(error.diagnostics), output, result)
-    simulation = run_simulation(result.blueprint, [m.obj for m in plan.objects], loaded, version)
+    try:
+        simulation = run_simulation(result.blueprint, [m.obj for m in plan.objects], loaded, version)
+    except TooManyPods as error:
+        click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
+        sys.exit(1)
     document = result.document
 
     def locate(which: str, path: JsonPath) -> Span | None:

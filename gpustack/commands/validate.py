@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from gpustack.commands.options import output_option
+from gpustack.load import MAX_BYTES
 from gpustack.report import SourceLine, format_json, format_text, summary
 from gpustack.validation import Validation, validate_path
 
 
 def source_lines(results: list[Validation]) -> dict[str, list[str]]:
-    return {r.file: r.document.text.splitlines() for r in results if r.document is not None}
+    lines = {r.file: r.document.text.splitlines() for r in results if r.document is not None}
+    for result in results:
+        if result.document is None and result.file != "-":
+            lines[result.file] = _read_for_display(result.file)
+    return lines
+
+
+def _read_for_display(file: str) -> list[str]:
+    """The text of a file that failed to load, so its diagnostics can still show the line (best effort)."""
+    try:
+        if os.path.getsize(file) > MAX_BYTES:
+            return []
+        with open(file, "rb") as handle:
+            return handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def line_lookup(results: list[Validation]) -> SourceLine:

@@ -150,7 +150,11 @@ def _fit(key: str, reserve: int = 0) -> str:
 
 
 def assign_config_keys(ctx: Context) -> dict[str, str]:
-    """Pool name -> the config key its nodes are labelled with (served pools only)."""
+    """Pool name -> the config key its nodes are labelled with (served pools only); computed once per context."""
+    return ctx.derive("device-plugin-config-keys", _assign_config_keys)
+
+
+def _assign_config_keys(ctx: Context) -> dict[str, str]:
     return {pool: named.key for named in name_configs(ctx) for pool in named.pools}
 
 

@@ -6,8 +6,10 @@ Three forms:
 - `nodes/taints.yaml`: patches carrying the taints, NOT in the kustomization. `spec.taints` is an
   atomic list: applying it makes the pool's taints the node's whole taint list and conflicts with
   every other manager of that list (the node controller, `kubectl taint`, cluster autoscalers). Apply
-  it deliberately (`kubectl apply --server-side --field-manager=gpustack -f nodes/taints.yaml`)
-  only where gpustack should own node taints outright.
+  it deliberately, under its own field manager
+  (`kubectl apply --server-side --field-manager=gpustack-taints -f nodes/taints.yaml`), only where
+  gpustack should own node taints outright: applied as `gpustack`, it would drop the labels the
+  kustomization applied as `gpustack`, and the next `kubectl apply -k` would drop the taints.
 - `nodes/label-nodes.sh`: plain `kubectl label`/`kubectl taint` calls, one taint at a time, which
   add or update gpustack's taints and leave everyone else's alone.
 

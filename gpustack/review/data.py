@@ -32,13 +32,20 @@ def _pair(pair: Pair[Any]) -> dict[str, Any]:
     }
 
 
+def _memory(units: Units) -> dict[str, Any] | None:
+    """Memory one unit can use. MIG units are named by the profile's GB; any other unit is a share of GiB."""
+    if units.memory_gib is None:
+        return None
+    return {"value": _number(units.memory_gib), "unit": "GB" if units.profile is not None else "GiB"}
+
+
 def _units(units: Units | None) -> dict[str, Any] | None:
     if units is None:
         return None
     return {
         "per_node": units.per_node,
         "total": units.total,
-        "memory_gib": _number(units.memory_gib),
+        "memory": _memory(units),
         "isolation": units.isolation,
         "profile": units.profile,
         "shared_by": units.shared_by,

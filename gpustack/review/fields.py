@@ -111,7 +111,12 @@ def tenant_fields(tenant: Tenant) -> Fields:
 
 def workload_fields(workload: Workload, blueprint: Blueprint) -> Fields:
     fields: Fields = {}
-    for name in ("tenant", "pool", "namespace", "replicas", "workers", "image"):
+    tenant = blueprint.tenant(workload.tenant)
+    # The effective namespace: writing out the default (the tenant's first namespace) is no change.
+    namespace = workload.namespace or (tenant.namespaces[0] if tenant is not None else None)
+    for name, value in (("tenant", workload.tenant), ("pool", workload.pool), ("namespace", namespace)):
+        _put(fields, name, value)
+    for name in ("replicas", "workers", "image"):
         _put(fields, name, getattr(workload, name))
     _put(fields, "kind", str(workload.kind))
     _put(fields, "command", workload.command or None)
@@ -130,13 +135,14 @@ def workload_fields(workload: Workload, blueprint: Blueprint) -> Fields:
     _put(fields, "prefer", [f"{p.weight}: {dict(p.labels)}" for p in workload.prefer] or None)
     if workload.nccl is not None:
         nccl = workload.nccl
-        for name, value in (
+        values: tuple[tuple[str, str | bool | None], ...] = (
             ("socketIfname", nccl.socket_ifname),
             ("ibDisable", nccl.ib_disable),
             ("debug", nccl.debug),
             ("p2pLevel", nccl.p2p_level),
-        ):
-            _put(fields, f"nccl.{name}", value)
+        )
+        for name, setting in values:
+            _put(fields, f"nccl.{name}", setting)
     _put(fields, "template", workload.template)
     if workload.template is not None:
         text = blueprint.template_text(workload.template)

@@ -33,10 +33,9 @@ def change(pair: Mapping[str, Any], none: str = "-", arrow: str = "->") -> str:
 
 
 def memory(units: Mapping[str, Any] | None, none: str = "-") -> str:
-    if units is None or units["memory_gib"] is None:
+    if units is None or units["memory"] is None:
         return none
-    # MIG units are named by the profile's GB; every other unit is a share of the GPU's GiB.
-    return f"{show(units['memory_gib'])} GB" if units["profile"] is not None else f"{show(units['memory_gib'])} GiB"
+    return f"{show(units['memory']['value'])} {units['memory']['unit']}"
 
 
 def units_change(resource: Mapping[str, Any], field: str, none: str = "-", arrow: str = "->") -> str:
@@ -113,3 +112,29 @@ def summary(counts: Mapping[str, Any]) -> str:
     moved = ", ".join(f"{n} {status}" for status, n in objects.items() if n)
     object_text = f"{_counted(sum(objects.values()), 'object')} ({moved})" if moved else "no object changes"
     return f"{', '.join(parts) or 'no blueprint field changes'}; {risk_text}; {object_text}"
+
+
+def _quota_side(row: Mapping[str, Any], side: str, none: str) -> str:
+    if not row["access"][side]:
+        return "no access" if row["access"][side] is False else none
+    if row["supply"][side] is None:
+        return none  # the pool does not offer the resource on this side: a quota on it means nothing
+    quota = row["quota"][side]
+    return "no limit" if quota is None else str(quota)
+
+
+def quota_change(row: Mapping[str, Any], none: str = "-", arrow: str = "->") -> str:
+    """A tenant's quota on one resource: a number, 'no limit', 'no access', or none where the pool lacks it."""
+    return change({"before": _quota_side(row, "before", none), "after": _quota_side(row, "after", none)}, none, arrow)
+
+
+def _need_side(row: Mapping[str, Any], side: str, none: str) -> str:
+    if not row["access"][side]:
+        return "no access" if row["access"][side] is False else none
+    need = row["need"][side]
+    return none if row["supply"][side] is None and not need else show(need, none)
+
+
+def need_change(row: Mapping[str, Any], none: str = "-", arrow: str = "->") -> str:
+    """What a tenant's workloads request of one resource, or none where the pool does not offer it."""
+    return change({"before": _need_side(row, "before", none), "after": _need_side(row, "after", none)}, none, arrow)

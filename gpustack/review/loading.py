@@ -70,5 +70,5 @@ def _with_templates(validation: Validation, revision: Revision, blueprint: str) 
                     "template paths are relative to the blueprint's folder and must be committed with it",
                 )
             )
-    blueprint = dataclasses.replace(validation.blueprint, templates=tuple(sorted(texts.items())))
-    return Validation(validation.file, validation.document, blueprint, (*validation.diagnostics, *problems))
+    read = dataclasses.replace(validation.blueprint, templates=tuple(sorted(texts.items())))
+    return Validation(validation.file, validation.document, read, (*validation.diagnostics, *problems))

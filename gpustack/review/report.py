@@ -13,9 +13,14 @@ from gpustack.review.data import review_data
 from gpustack.review.review import Review
 
 MAX_DIFF_LINES = 200  # per object in markdown; the terminal and JSON get every line
-MAX_DIFF_CHARS = 40_000  # all diffs of one comment together: GitHub refuses comments over 65,536 characters
+MAX_DIFF_CHARS = 40_000  # all diffs of one comment together, to start with
+MAX_COMMENT_CHARS = 60_000  # GitHub refuses comments over 65,536 characters; leave room for a CI job's note
 SEVERITY_MARKS = {"high": "🔴 high", "medium": "🟠 medium", "low": "🟡 low"}
 COMMENT_MARKER = "<!-- gpustack-review -->"  # lets a CI job find and update its own comment
+FILTERS = (
+    *("show", "change", "memory", "units_change", "quota_change", "need_change"),
+    *("names", "wrap", "cell", "code", "fence", "summary"),
+)
 
 
 @cache
@@ -28,7 +33,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    for name in ("show", "change", "memory", "units_change", "names", "wrap", "cell", "code", "fence", "summary"):
+    for name in FILTERS:
         environment.filters[name] = getattr(formatting, name)
     environment.filters["html"] = formatting.escape_html
     environment.globals["table"] = formatting.table
@@ -45,9 +50,9 @@ def render_text(review: Review) -> str:
     return _environment().get_template("review-text.j2").render(review=review_data(review))
 
 
-def _trim_diffs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _trim_diffs(objects: list[dict[str, Any]], budget: int = MAX_DIFF_CHARS) -> list[dict[str, Any]]:
     """Markdown only: cut long diffs, and leave out the rest once the comment would grow too large."""
-    trimmed, budget = [], MAX_DIFF_CHARS
+    trimmed = []
     for item in objects:
         lines = item["diff"].splitlines(keepends=True)
         shown = "".join(lines[:MAX_DIFF_LINES])
@@ -60,8 +65,17 @@ def _trim_diffs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def render_markdown(review: Review) -> str:
     data = review_data(review)
-    data["objects"] = _trim_diffs(data["objects"])
-    return _environment().get_template("review-markdown.j2").render(review=data)
+    objects, budget = data["objects"], MAX_DIFF_CHARS
+    while True:
+        text = (
+            _environment()
+            .get_template("review-markdown.j2")
+            .render(review={**data, "objects": _trim_diffs(objects, budget)})
+        )
+        # The rest of the review can be large too (many pools, a big picture): give up diff space until it fits.
+        if len(text) <= MAX_COMMENT_CHARS or budget == 0:
+            return text
+        budget = max(0, budget - (len(text) - MAX_COMMENT_CHARS) - 1000)
 
 
 RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}

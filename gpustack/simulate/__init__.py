@@ -3,6 +3,15 @@
 `run_simulation(blueprint, objects)` is pure: the compiled objects (Node patches, workloads,
 PriorityClasses, ResourceQuotas) and an optional scenario in, a `Simulation` out. The command
 is the only part that reads files or prints.
+
+Modelled: quota admission, kube-scheduler's filters (NodeUnschedulable, TaintToleration,
+NodeAffinity with nodeSelector, NodeResourcesFit) and scores (PreferNoSchedule, preferred affinity,
+least-allocated), Volcano's gangs with binpack, priority order, and the messages of both.
+Not modelled, so a pod placed here can still pend for these: LimitRange defaults and maxima, Kueue
+admission, Volcano queue capability, per-GPU packing of HAMi and MIG slices inside a node (units
+are counted per node, as the scheduler counts them), pod (anti-)affinity and topology spread,
+DaemonSet pods taking a node's pod slots, and the eviction a successful preemption would start
+(pods are scheduled highest priority first, so lower-priority victims never exist here).
 """
 
 from __future__ import annotations

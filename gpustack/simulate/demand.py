@@ -24,6 +24,11 @@ WORKLOAD_LABEL = "gpustack.io/workload"
 VOLCANO_API = "batch.volcano.sh/"
 VOLCANO_SCHEDULER = "volcano"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
+MAX_PODS = 250_000  # a scenario can multiply replicas; past this the answer is "too many", not a long wait
+
+
+class TooManyPods(ValueError):
+    """The demand asks for more pods than one simulation takes."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Source:
 
     workload: Workload | None  # the blueprint's workload; None for a scenario's raw pods
     scenario: Mapping[str, JsonPath] = field(default_factory=dict)  # pod spec field -> scenario path that set it
+    raw: str | None = None  # the name a scenario gave its raw pods
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,7 +53,10 @@ class Pod:
 
     @property
     def workload(self) -> str:
-        return self.source.workload.name if self.source.workload is not None else self.name.rsplit("-", 1)[0]
+        """The workload (or scenario pod entry) this pod belongs to."""
+        if self.source.workload is not None:
+            return self.source.workload.name
+        return self.source.raw or self.name
 
     @property
     def volcano(self) -> bool:
@@ -118,14 +127,21 @@ def build_demand(
         source = Source(workload, _overridden(override))
         try:
             expanded = list(_expand(obj, override, scale, gangs))
-            shapes = {id(spec): parse_pod_spec(spec) for _, spec, _ in expanded}
+            specs = {id(spec): spec for _, spec, _ in expanded}  # a workload's pods share one spec: parse it once
+            shapes = {key: parse_pod_spec(spec) for key, spec in specs.items()}
         except (SpecError, KeyError, TypeError, ValueError) as error:  # a user template can render anything
             skipped.append((workload, f"its compiled object cannot be read as pods: {error}"))
             continue
+        if len(pods) + len(expanded) > MAX_PODS:
+            raise TooManyPods(
+                f"more than {MAX_PODS} pods to simulate (workload '{workload.name}' adds {len(expanded)})"
+            )
         for name, spec, gang in expanded:
             pods.append(_pod(name, namespace, shapes[id(spec)], classes, source, gang, len(pods)))
     for raw in scenario.pods if scenario is not None else ():
         shape, source = parse_pod_spec(raw.spec), _raw_source(raw)  # the scenario loader has checked the spec
+        if len(pods) + raw.replicas > MAX_PODS:
+            raise TooManyPods(f"more than {MAX_PODS} pods to simulate (scenario pod '{raw.name}' adds {raw.replicas})")
         for index in range(raw.replicas):
             name = f"{raw.name}-{index}" if raw.replicas > 1 else raw.name
             pods.append(_pod(name, raw.namespace, shape, classes, source, None, len(pods)))
@@ -244,4 +260,4 @@ def _raw_source(raw: RawPods) -> Source:
     fields = {key: (*raw.path, "spec", key) for key in spec}
     fields["resources"] = (*raw.path, "spec", "containers")
     fields["pod"] = raw.path
-    return Source(None, fields)
+    return Source(None, fields, raw.name)

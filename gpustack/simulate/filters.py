@@ -120,7 +120,9 @@ def fit_score(shape: PodShape, node_class: NodeClass, usage: Usage, most_allocat
     """NodeResourcesFit: LeastAllocated (spread) or MostAllocated (binpack), 0-100, equal weights.
 
     Scored resources: cpu and memory where the pool states them, as kube-scheduler's default does,
-    plus the extended resources the pod asks for, where GPU pods differ (see the module docs).
+    plus the extended resources the pod asks for. The default profile scores cpu and memory only;
+    pools rarely state those, and GPU pods would then all tie and land by chance, so gpustack scores
+    GPUs too, as a NodeResourcesFit scoringStrategy listing nvidia.com/gpu would.
     """
     node = node_class.node
     requested = dict(shape.requests)

@@ -35,11 +35,36 @@ class Hint:
     path: JsonPath
 
 
-def explain(pending: Pending, context: Context, cluster: Cluster) -> Hint | None:
+@dataclass(frozen=True)
+class Stock:
+    """One resource of one pool, summed once per report: hints read it for every pending pod."""
+
+    total: int
+    largest: int  # on one node
+    used: int
+
+
+def pool_stock(cluster: Cluster) -> dict[str | None, dict[str, Stock]]:
+    sums: dict[str | None, dict[str, list[int]]] = {}
+    for index, node in enumerate(cluster.nodes):
+        pool = sums.setdefault(node.pool, {})
+        for resource, capacity in node.allocatable.items():
+            entry = pool.setdefault(resource, [0, 0, 0])
+            entry[0] += capacity
+            entry[1] = max(entry[1], capacity)
+            entry[2] += cluster.used[index].get(resource, 0)
+    return {pool: {r: Stock(*v) for r, v in resources.items()} for pool, resources in sums.items()}
+
+
+def explain(
+    pending: Pending, context: Context, cluster: Cluster, stock: dict[str | None, dict[str, Stock]] | None = None
+) -> Hint | None:
+    """gpustack's hint for a pending pod; `stock` (from pool_stock) saves recounting the nodes for each pod."""
     pod = pending.pod
+    stock = stock if stock is not None else pool_stock(cluster)
     if pending.quota is not None:
         return _quota_hint(pending, context)
-    if pending.message.startswith(("Not enough valid tasks", "Pod ")) or "tasks in gang" in pending.message:
+    if pending.gang_partial or pending.message.startswith("Not enough valid tasks"):
         return _gang_hint(pod, context, cluster, pending)
     if not pending.rejections:
         return None
@@ -50,12 +75,12 @@ def explain(pending: Pending, context: Context, cluster: Cluster) -> Hint | None
     plugin, verdict = _dominant(mine)
     node = cluster.classes[verdict[0].node_class].node
     if plugin == "TaintToleration":
-        return _taint_hint(pod, pool, verdict[1].taint, context)
+        return _taint_hint(pod, pool or context.pools.get(node.pool or ""), verdict[1].taint)
     if plugin == "NodeAffinity":
         return _affinity_hint(pod, pool, node, context)
     if plugin == "NodeUnschedulable":
         return _where(pod, pool, f"the nodes of pool '{node.pool}' are cordoned (unschedulable)", ("nodeSelector",))
-    return _resource_hint(pod, pool, verdict[1], cluster, context)
+    return _resource_hint(pod, pool, verdict[1], stock, context)
 
 
 def _dominant(rejections: list[Rejection]) -> tuple[str, tuple[Rejection, Verdict]]:
@@ -85,24 +110,20 @@ def _where(pod: Pod, pool: NodePool | None, message: str, fields: Iterable[str],
     return Hint(message, BLUEPRINT, workload.path if workload is not None else pool.path if pool is not None else ())
 
 
-def _taint_hint(pod: Pod, pool: NodePool | None, taint: Taint | None, context: Context) -> Hint:
-    assert taint is not None
-    shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+def _taint_hint(pod: Pod, pool: NodePool | None, taint: Taint | None) -> Hint:
     where = f"pool '{pool.name}'" if pool is not None else "the nodes"
+    if taint is None:
+        return _where(pod, pool, f"the pods of '{pod.workload}' do not tolerate a taint of {where}", ("tolerations",))
+    shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
     message = f"{where} is tainted {shown} and the pods of '{pod.workload}' do not tolerate it"
     near = _near_miss(pod.shape.tolerations, taint)
     if near is not None:
-        message += f": the toleration is keyed '{near.key}', the taint '{taint.key}'; keys must match exactly"
+        message += f": the toleration is keyed '{near.key}', the taint '{taint.key}' (keys must match exactly)"
     if "tolerations" in pod.source.scenario or "pod" in pod.source.scenario:
-        message += (
-            "; derive tolerations from the pool's taints (gpustack's compiled template does) instead of typing them"
-        )
+        message += "; let gpustack derive tolerations from the pool's taints instead of typing them twice"
         return _where(pod, pool, message, ("tolerations",))
-    index = (
-        next((i for i, t in enumerate(pool.taints) if t.key == taint.key and t.effect == taint.effect), None)
-        if pool
-        else None
-    )
+    taints = pool.taints if pool is not None else ()
+    index = next((i for i, t in enumerate(taints) if t.key == taint.key and t.effect == taint.effect), None)
     path = (*pool.path, "taints", index) if pool is not None and index is not None else ()
     return _where(pod, pool, message + "; change the taint or the pool the workload runs on", (), path)
 
@@ -124,9 +145,9 @@ def _affinity_hint(pod: Pod, pool: NodePool | None, node: Node, context: Context
     fields = ("affinity", "nodeSelector")
     if failing is None:
         return _where(pod, pool, f"no node of {where} matches the pods' node selector or affinity", fields)
-    key, wanted = failing
+    key, wanted, phrase = failing
     have = node.labels.get(key)
-    message = f"the pods of '{pod.workload}' require {key} in [{', '.join(wanted)}], but the nodes of {where} "
+    message = f"the pods of '{pod.workload}' require {key} {phrase}, but the nodes of {where} "
     message += f"have {key}={have}" if have is not None else f"have no label {key}"
     if key == PRODUCT_LABEL and have is not None and pool is not None:
         message += _product_note(have, wanted, pool, context)
@@ -150,59 +171,78 @@ def _product_note(have: str, wanted: Iterable[str], pool: NodePool, context: Con
             )
     unknown = [v for v in wanted if context.catalog.resolve(v) is None]
     if unknown:
-        suggestions = context.catalog.suggest(unknown[0])
+        models = (context.catalog.resolve(name) for name in context.catalog.suggest(unknown[0]))
+        suggestions = list(dict.fromkeys(m.product_label for m in models if m is not None))
         return f": no GPU reports {PRODUCT_LABEL}={unknown[0]}" + (
             f" (real values look like {', '.join(suggestions)})" if suggestions else ""
         )
     return ""
 
 
-def _failing_requirement(pod: Pod, node: Node) -> tuple[str, tuple[str, ...]] | None:
+def _failing_requirement(pod: Pod, node: Node) -> tuple[str, tuple[str, ...], str] | None:
+    """The first selector or required-affinity requirement the node fails: key, values, and how it reads."""
     for key, value in pod.shape.node_selector:
         if node.labels.get(key) != value:
-            return key, (value,)
+            return key, (value,), f"= {value}"
     for term in pod.shape.required or ():
         for requirement in term.requirements:
             if not requirement.matches(node.labels, node.name):
-                return requirement.key, _shown(requirement)
+                return requirement.key, requirement.values, _phrase(requirement)
     return None
 
 
-def _shown(requirement: Requirement) -> tuple[str, ...]:
-    return requirement.values if requirement.values else (f"<{requirement.operator}>",)
+def _phrase(requirement: Requirement) -> str:
+    values = ", ".join(requirement.values)
+    return {
+        "In": f"in [{values}]",
+        "NotIn": f"not in [{values}]",
+        "Exists": "to exist",
+        "DoesNotExist": "to be absent",
+        "Gt": f"> {values}",
+        "Lt": f"< {values}",
+    }[requirement.operator]
 
 
-def _resource_hint(pod: Pod, pool: NodePool | None, verdict: Verdict, cluster: Cluster, context: Context) -> Hint:
+def _resource_hint(
+    pod: Pod, pool: NodePool | None, verdict: Verdict, stock: dict[str | None, dict[str, Stock]], context: Context
+) -> Hint:
     resource = verdict.short[0] if verdict.short else "pods"
-    nodes = [n for n in cluster.nodes if pool is None or n.pool == pool.name]
+    pools = [stock.get(pool.name, {})] if pool is not None else list(stock.values())
     where = f"pool '{pool.name}'" if pool is not None else "the cluster"
-    capacity = [n.capacity(resource) or 0 for n in nodes]
+    have = [p[resource] for p in pools if resource in p]
+    total, largest, used = (
+        sum(s.total for s in have),
+        max((s.largest for s in have), default=0),
+        sum(s.used for s in have),
+    )
     quantity = pod.shape.request(resource)
     fields = ("resources",)
-    if not any(capacity):
-        offered = sorted({r for n in nodes for r, v in n.allocatable.items() if v and r.startswith(RESOURCE_PREFIX)})
+    if total == 0:
+        offered = sorted({r for p in pools for r, s in p.items() if s.total and r.startswith(RESOURCE_PREFIX)})
         message = f"no node of {where} advertises {resource}; it offers {', '.join(offered) or 'no GPU resources'}"
         if resource.startswith(RESOURCE_PREFIX + "mig-") and pool is not None:
             profile = resource.removeprefix(RESOURCE_PREFIX + "mig-")
-            model = context.models.get(pool.name)
-            real = model is not None and model.mig is not None and model.mig.profile(profile) is not None
-            message += (
-                f"; add {profile} to the pool's MIG layout or ask for an offered profile"
-                if real
-                else f"; {profile} is not a MIG profile of {model.key if model else 'its GPU'}: ask for an offered one"
-            )
+            message += _mig_note(profile, pool, context)
             return _where(pod, pool, message, fields, (*pool.path, "sharing"))
         return _where(pod, pool, message, fields, _gpu_path(pod))
-    if quantity > max(capacity):
-        message = f"one pod asks for {quantity} {resource}, but a node of {where} has only {max(capacity)}"
+    if quantity > largest:
+        message = f"one pod asks for {quantity} {resource}, but a node of {where} has only {largest}"
         return _where(pod, pool, message, fields, _gpu_path(pod))
-    used = sum(cluster.used[i].get(resource, 0) for i, n in enumerate(cluster.nodes) if n in nodes)
     message = (
-        f"{where} has {sum(capacity)} {resource} on {len(nodes)} node(s) and the pods placed before this one "
-        f"hold {used}; "
-        f"add nodes to {where} or lower the replicas of '{pod.workload}'"
+        f"{where} has {total} {resource} and the pods placed there hold {used}; "
+        f"add nodes to {where} or run fewer pods of '{pod.workload}'"
     )
     return _where(pod, pool, message, fields, (*pool.path, "nodes") if pool is not None else ())
+
+
+def _mig_note(profile: str, pool: NodePool, context: Context) -> str:
+    model = context.models.get(pool.name)
+    if model is not None and model.mig is not None and model.mig.profile(profile) is not None:
+        return f"; add {profile} to the pool's MIG layout, or ask for a profile it offers"
+    owners = sorted(name for name, geometry in context.catalog.geometries.items() if geometry.profile(profile))
+    gpu = model.key if model is not None else "the pool's GPU"
+    elsewhere = f" (it is a profile of {', '.join(owners)})" if owners else ""
+    return f"; {profile} is not a MIG profile of {gpu}{elsewhere}: ask for a profile the pool offers"
 
 
 def _gpu_path(pod: Pod) -> JsonPath:
@@ -219,10 +259,11 @@ def _quota_hint(pending: Pending, context: Context) -> Hint:
     limit = pending.quota.quota.hard[key]
     message = (
         f"namespace '{pod.namespace}' may hold {limit} {key} (quota {pending.quota.quota.name}) and the pods created "
-        f"before this one take it all; raise the tenant's quota or lower the replicas of '{pod.workload}'"
+        f"before this one take it all; raise the tenant's quota or run fewer pods of '{pod.workload}'"
     )
-    path = _quota_path(tenant, resource, context) if tenant is not None else ()
-    return _where(pod, None, message, (), path)
+    if tenant is None:  # a namespace no tenant owns: its quota is not the blueprint's to change
+        return _where(pod, None, message, ())
+    return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
 
 
 def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
@@ -237,8 +278,13 @@ def _gang_hint(pod: Pod, context: Context, cluster: Cluster, pending: Pending) -
     workload = pod.source.workload
     if pending.message.startswith("Not enough valid tasks"):
         message = (
-            f"some workers of '{pod.workload}' were refused by the namespace quota, so the gang can never be complete"
+            f"the namespace quota refused some workers of '{pod.workload}', so its gang can never be complete; "
+            "raise the tenant's quota or lower workers"
         )
+        tenant = next((t for t in context.blueprint.tenants if pod.namespace in t.namespaces), None)
+        resource = next((r for r, _ in pod.shape.requests if r.startswith(RESOURCE_PREFIX)), None)
+        if tenant is not None and resource is not None:
+            return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
         return _where(pod, None, message, (), workload.path if workload is not None else ())
     pool = context.pools.get(workload.pool) if workload is not None else None
     where = f"pool '{pool.name}'" if pool is not None else "the cluster"

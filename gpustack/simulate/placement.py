@@ -59,14 +59,17 @@ class KubeJudge:
     """kube-scheduler's filters; the usage-independent part is cached per (pod shape, class)."""
 
     version: KubeVersion
-    _static: dict[tuple[PodShape, int], Verdict | None] = field(default_factory=dict)
+    # Keyed by the shape's identity: pods of one workload share one shape, and hashing a shape is not cheap.
+    _static: dict[tuple[int, int], Verdict | None] = field(default_factory=dict)
+    _shapes: list[PodShape] = field(default_factory=list)  # keeps every keyed shape alive, so ids stay unique
 
     def __call__(self, shape: PodShape, node_class: NodeClass, usage: Usage, *, single: bool = False) -> Verdict | None:
         if single:  # per-node classes share their class's index: never cache them
             static = static_verdict(shape, node_class.node, self.version)
         else:
-            key = (shape, node_class.index)
+            key = (id(shape), node_class.index)
             if key not in self._static:
+                self._shapes.append(shape)
                 self._static[key] = static_verdict(shape, node_class.node, self.version)
             static = self._static[key]
         return static or resource_verdict(shape, node_class, usage, self.version)

@@ -11,7 +11,7 @@ import jinja2
 
 from gpustack.diagnostic import JsonPath, Span, format_json_path
 from gpustack.simulate import Simulation
-from gpustack.simulate.hints import BLUEPRINT, explain
+from gpustack.simulate.hints import Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
 from gpustack.simulate.quota import format_quantity
 
@@ -27,6 +27,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
     outcome = simulation.outcome
     context = simulation.context
     placed, pending = len(outcome.placed), len(outcome.pending)
+    stock = pool_stock(outcome.cluster)
     return {
         "blueprint": context.blueprint.name,
         "file": file,
@@ -46,7 +47,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             {"job": spec.name, "namespace": spec.namespace, "minAvailable": spec.min_available, "message": message}
             for spec, message in outcome.gangs
         ],
-        "pending": [_pending(simulation, item, locate) for item in outcome.pending],
+        "pending": [_pending(simulation, item, locate, stock) for item in outcome.pending],
         "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
     }
 
@@ -128,8 +129,10 @@ def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
     return out
 
 
-def _pending(simulation: Simulation, item: Any, locate: Locate) -> dict[str, Any]:
-    hint = explain(item, simulation.context, simulation.outcome.cluster)
+def _pending(
+    simulation: Simulation, item: Any, locate: Locate, stock: dict[str | None, dict[str, Stock]]
+) -> dict[str, Any]:
+    hint = explain(item, simulation.context, simulation.outcome.cluster, stock)
     hint_data = None
     if hint is not None:
         span = locate(hint.document, hint.path)
@@ -169,4 +172,20 @@ def _template() -> jinja2.Template:
 
 
 def format_text(data: dict[str, Any]) -> str:
-    return _template().render(report=data, blueprint_document=BLUEPRINT)
+    return _template().render(report=data, pending=_grouped(data["pending"]))
+
+
+def _grouped(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of pods of one workload with the same event, message and hint, shown once (JSON keeps every pod)."""
+    groups: list[dict[str, Any]] = []
+    for item in pending:
+        message = item["message"].replace(f'"{item["pod"]}"', '"*"')  # quota refusals name their pod
+        key = (item["namespace"], item["workload"], item["event"], message, json.dumps(item["hint"]))
+        if groups and groups[-1]["key"] == key:
+            groups[-1]["pods"].append(item["pod"])
+        else:
+            groups.append({"key": key, "pods": [item["pod"]], **item})
+    for group in groups:
+        pods = group["pods"]
+        group["who"] = pods[0] if len(pods) == 1 else f"{pods[0]} .. {pods[-1]} ({len(pods)} pods)"
+    return groups

@@ -154,12 +154,13 @@ def _override(raw: Any, path: JsonPath, fail: Any) -> WorkloadOverride | None:
         pod_spec = {}
     _unknown_keys(pod_spec, (*path, "podSpec"), POD_SPEC_FIELDS, fail)
     resources = raw.get("resources")
-    trial = {**pod_spec, "containers": [{"resources": resources or {}}]}
-    try:
-        parse_pod_spec(trial)
-    except SpecError as error:
-        where = ("resources", *error.path[3:]) if error.path[:1] == ("containers",) else ("podSpec", *error.path)
-        fail("GS103", (*path, *where), error.message)
+    # Checked apart, so a bad toleration and a bad quantity are both reported.
+    for trial, base in ((dict(pod_spec), ("podSpec",)), ({"containers": [{"resources": resources or {}}]}, ())):
+        try:
+            parse_pod_spec(trial)
+        except SpecError as error:
+            where = ("resources", *error.path[3:]) if error.path[:1] == ("containers",) else (*base, *error.path)
+            fail("GS103", (*path, *where), error.message)
     return WorkloadOverride(path, replicas, dict(pod_spec), resources)
 
 

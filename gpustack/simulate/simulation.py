@@ -32,6 +32,7 @@ class Pending:
     message: str
     rejections: tuple[Rejection, ...] = ()
     quota: QuotaRejection | None = None
+    gang_partial: bool = False  # its Volcano gang found nodes for some members, not for minAvailable
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], ver
         spec, members = unit
         outcome = allocate_gang(cluster, spec, members, volcano)
         placed += outcome.bound
-        pending += [Pending(pod, UNSCHEDULABLE, message, rejections) for pod, message, rejections in outcome.pending]
+        partial = outcome.message is not None and bool(outcome.schedulable)
+        pending += [Pending(pod, UNSCHEDULABLE, text, why, gang_partial=partial) for pod, text, why in outcome.pending]
         if outcome.message is not None:
             gangs.append((spec, outcome.message))
     return Outcome(

@@ -29,6 +29,7 @@ class GangResult:
     bound: tuple[tuple[Pod, int], ...]  # committed placements
     pending: tuple[tuple[Pod, str, tuple[Rejection, ...]], ...]  # pod, its PodScheduled message, refusals
     message: str | None  # the PodGroup's condition when the gang is not ready
+    schedulable: int = 0  # members that found a node before the gang was given up
 
 
 def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judge) -> GangResult:
@@ -47,7 +48,8 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
         bound.append((pod, node))
     tried = len(bound) + (failed is not None)
     if len(bound) >= spec.min_available:
-        rest = [(p, ALL_UNAVAILABLE, ()) for p in pods[tried:]]
+        # Untried tasks get Volcano's fallback text; the tried task's refusals stand for theirs, for the hint.
+        rest = [(p, ALL_UNAVAILABLE, failed[2] if failed else ()) for p in pods[tried:]]
         return GangResult(tuple(bound), tuple(([failed] if failed else []) + rest), None)
     for pod, node in bound:
         cluster.unbind(pod, node)
@@ -63,8 +65,8 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
     pending = [(pod, volcano_waiting(pod.namespace, pod.name, cluster.nodes[node].name), ()) for pod, node in bound]
     if failed is not None:
         pending.append(failed)
-    pending += [(pod, message, ()) for pod in pods[tried:]]
-    return GangResult((), tuple(pending), message)
+    pending += [(pod, message, failed[2] if failed is not None else ()) for pod in pods[tried:]]
+    return GangResult((), tuple(pending), message, len(bound))
 
 
 def _nodes_error(cluster: Cluster, rejections: list[Rejection]) -> str:

@@ -1,0 +1,326 @@
+"""`gpustack capacity`: what each pool can give, and what each tenant may take and asks for.
+
+Pure: a Context in, a `Capacity` out; the command prints it as text or JSON and may draw an SVG.
+Every unit comes from `gpustack.offers`, so capacity, checks, compile and simulate agree on names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from gpustack.context import Context
+from gpustack.model import NodePool, SharingStrategy
+from gpustack.offers import Isolation, Offer, full_resource_name
+from gpustack.quantity import GIB, format_gib, parse_quantity
+
+ISOLATION_WORDS = {
+    Isolation.EXCLUSIVE: "whole GPU",
+    Isolation.HARDWARE: "hardware (MIG)",
+    Isolation.MPS_LIMITS: "MPS limits (shared fault domain)",
+    Isolation.SOFTWARE: "software (HAMi, bypassable)",
+    Isolation.NONE: "none (time-slicing)",
+}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One resource name a pool advertises."""
+
+    resource: str
+    per_node: int
+    total: int
+    memory_gb: Decimal | None  # memory one unit may use (nominal GB, as profile names count it)
+    compute: Decimal | None  # share of one GPU's compute a unit gets (time-slicing: a turn, not a guarantee)
+    isolation: Isolation
+    profile: str | None
+    demand: int  # units the blueprint's workload templates request when all their pods run
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    name: str
+    model: str | None
+    nodes: int
+    gpus_per_node: int
+    sharing: str
+    units: tuple[Unit, ...]
+
+    @property
+    def physical_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A tenant's standing on one resource of one pool."""
+
+    pool: str
+    resource: str
+    quota: int | None  # None: no quota, the tenant may take all the pool has
+    capacity: int
+    demand: int
+
+    @property
+    def status(self) -> str:
+        if self.quota is not None and self.demand > self.quota:
+            return "templates need more than the quota"
+        if self.demand > self.capacity:
+            return "templates need more than the pool has"
+        if self.quota is not None and self.quota > self.capacity:
+            return "quota above what the pool has"
+        return "ok"
+
+
+@dataclass(frozen=True)
+class TenantCapacity:
+    name: str
+    scheduler: str
+    grants: tuple[Grant, ...]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    blueprint: str
+    pools: tuple[PoolCapacity, ...]
+    tenants: tuple[TenantCapacity, ...]
+    warnings: tuple[tuple[str, str], ...]  # (pool, message)
+
+
+def measure_capacity(context: Context) -> Capacity:
+    demand = _demand(context)
+    pools = tuple(_pool(context, pool, demand) for pool in context.blueprint.pools)
+    by_pool = {p.name: p for p in pools}
+    tenants = tuple(
+        TenantCapacity(tenant.name, str(tenant.scheduler), tuple(_grants(context, tenant.name, by_pool, demand)))
+        for tenant in context.blueprint.tenants
+    )
+    return Capacity(context.blueprint.name, pools, tenants, tuple(_warnings(context)))
+
+
+def _demand(context: Context) -> dict[tuple[str, str, str], int]:
+    """(tenant, pool, resource) -> units the templates request with every pod running."""
+    out: dict[tuple[str, str, str], int] = {}
+    for workload in context.blueprint.workloads:
+        requests = context.requests.get(workload.name)
+        if requests is None:
+            continue
+        for resource, amount in requests.items:
+            key = (workload.tenant, workload.pool, resource)
+            out[key] = out.get(key, 0) + amount * workload.pods
+    return out
+
+
+def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | None:
+    model = context.models.get(pool.name)
+    if offer.memory_gib is None:  # HAMi's gpumem and gpucores are amounts, not units of a GPU
+        return None
+    if offer.profile is not None and model is not None and model.mig is not None:
+        profile = model.mig.profile(offer.profile)
+        return Decimal(profile.compute) / model.mig.compute_slices if profile is not None else None
+    return Decimal(1) / offer.shared_by
+
+
+def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], int]) -> PoolCapacity:
+    model = context.models.get(pool.name)
+    nodes = len(pool.nodes)
+    units = tuple(
+        Unit(
+            resource=offer.resource,
+            per_node=offer.per_node,
+            total=offer.per_node * nodes,
+            memory_gb=offer.memory_gib,
+            compute=_compute_share(context, pool, offer),
+            isolation=offer.isolation,
+            profile=offer.profile,
+            demand=sum(n for (_, p, r), n in demand.items() if p == pool.name and r == offer.resource),
+        )
+        for offer in context.offers.get(pool.name, ())
+    )
+    return PoolCapacity(
+        pool.name, model.key if model else None, nodes, pool.gpu.count, str(pool.sharing.strategy), units
+    )
+
+
+def _grants(
+    context: Context, tenant_name: str, pools: dict[str, PoolCapacity], demand: dict[tuple[str, str, str], int]
+) -> list[Grant]:
+    tenant = context.tenants[tenant_name]
+    grants = []
+    for pool_name in tenant.pools:
+        pool = pools.get(pool_name)
+        if pool is None:
+            continue
+        quota = {full_resource_name(k): v for k, v in tenant.quota_for(pool_name).items()}
+        for unit in pool.units:
+            wanted = demand.get((tenant_name, pool_name, unit.resource), 0)
+            limit = quota.get(unit.resource)  # a ResourceQuota limits only the resources it names
+            grants.append(Grant(pool_name, unit.resource, limit, unit.total, wanted))
+    return grants
+
+
+def _warnings(context: Context) -> list[tuple[str, str]]:
+    out = []
+    for pool in context.blueprint.pools:
+        model = context.models.get(pool.name)
+        replication = pool.sharing.replication
+        if model is None:
+            continue
+        if pool.sharing.strategy is SharingStrategy.TIME_SLICING and replication is not None:
+            out.append(
+                (
+                    pool.name,
+                    f"time-slicing does not isolate memory: each of the {replication.replicas} pods sharing one "
+                    f"{model.key} may use all {model.memory_gib} GiB, so together they can ask for "
+                    f"{replication.replicas * model.memory_gib} GiB; the last to allocate fails out of memory",
+                )
+            )
+            out += _workload_warnings(context, pool, replication.replicas, Decimal(model.memory_gib) * GIB)
+        hami = pool.sharing.hami
+        if pool.sharing.strategy is SharingStrategy.HAMI and hami is not None and hami.memory_scaling > 1:
+            out.append(
+                (
+                    pool.name,
+                    f"HAMi memoryScaling {hami.memory_scaling} advertises more GPU memory than {model.key} has: "
+                    "pods may be promised memory that is not there",
+                )
+            )
+    return out
+
+
+def _workload_warnings(context: Context, pool: NodePool, replicas: int, gpu_memory: Decimal) -> list[tuple[str, str]]:
+    out = []
+    for workload in context.blueprint.workloads:
+        if workload.pool != pool.name or workload.gpu.memory is None:
+            continue
+        need = parse_quantity(workload.gpu.memory)
+        if need * replicas > gpu_memory:
+            out.append(
+                (
+                    pool.name,
+                    f"workload '{workload.name}' needs {format_gib(need)}: {replicas} of its pods on one GPU "
+                    f"ask for {format_gib(need * replicas)} of {format_gib(gpu_memory)}",
+                )
+            )
+    return out
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def _number(value: Decimal | None, places: str = "0.01") -> int | float | None:
+    if value is None:
+        return None
+    rounded = value.quantize(Decimal(places)).normalize()
+    return int(rounded) if rounded == rounded.to_integral_value() else float(rounded)
+
+
+def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
+    return {
+        "blueprint": capacity.blueprint,
+        "file": file,
+        "pools": [
+            {
+                "name": pool.name,
+                "model": pool.model,
+                "nodes": pool.nodes,
+                "gpusPerNode": pool.gpus_per_node,
+                "physicalGpus": pool.physical_gpus,
+                "sharing": pool.sharing,
+                "units": [
+                    {
+                        "resource": unit.resource,
+                        "perNode": unit.per_node,
+                        "total": unit.total,
+                        "memoryGB": _number(unit.memory_gb),
+                        "computeShare": _number(unit.compute, "0.001"),
+                        "isolation": str(unit.isolation),
+                        "isolationText": ISOLATION_WORDS[unit.isolation],
+                        "profile": unit.profile,
+                        "demand": unit.demand,
+                    }
+                    for unit in pool.units
+                ],
+            }
+            for pool in capacity.pools
+        ],
+        "tenants": [
+            {
+                "name": tenant.name,
+                "scheduler": tenant.scheduler,
+                "grants": [
+                    {
+                        "pool": g.pool,
+                        "resource": g.resource,
+                        "quota": g.quota,
+                        "capacity": g.capacity,
+                        "demand": g.demand,
+                        "status": g.status,
+                    }
+                    for g in tenant.grants
+                ],
+            }
+            for tenant in capacity.tenants
+        ],
+        "warnings": [{"pool": pool, "message": message} for pool, message in capacity.warnings],
+    }
+
+
+def format_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("gpustack", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(["svg.j2"], default_for_string=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def format_text(data: dict[str, Any]) -> str:
+    return _environment().get_template("capacity-report.txt.j2").render(report=data)
+
+
+BAR_WIDTH = 420  # pixels for the longest bar of a row
+
+
+def render_chart(data: dict[str, Any]) -> str:
+    """A deterministic SVG: per pool resource, units vs template demand; per tenant grant, quota vs demand."""
+    rows: list[dict[str, Any]] = []
+    for pool in data["pools"]:
+        for unit in pool["units"]:
+            rows.append(_row(f"{pool['name']}: {unit['resource']}", "pool", unit["total"], None, unit["demand"]))
+    for tenant in data["tenants"]:
+        for grant in tenant["grants"]:
+            label = f"{tenant['name']} on {grant['pool']}: {grant['resource']}"
+            rows.append(_row(label, "tenant", grant["capacity"], grant["quota"], grant["demand"]))
+    return _environment().get_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
+
+
+def _row(label: str, kind: str, capacity: int, quota: int | None, demand: int) -> dict[str, Any]:
+    top = max(capacity, quota or 0, demand, 1)
+
+    def width(value: int | None) -> int:
+        return 0 if value is None else round(BAR_WIDTH * value / top)
+
+    return {
+        "label": label,
+        "kind": kind,
+        "capacity": capacity,
+        "quota": quota,
+        "demand": demand,
+        "capacity_width": width(capacity),
+        "quota_width": width(quota),
+        "demand_width": width(demand),
+        "over": demand > (quota if quota is not None else capacity),
+    }

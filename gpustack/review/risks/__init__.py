@@ -1,0 +1,37 @@
+"""Risk flags: one function per way a blueprint change can hurt what is already running.
+
+Each rule reads both versions and returns the risks it finds, naming the nodes and workloads they touch.
+"Running" means what the old version put on the cluster: its workloads' pods, on its pools' nodes.
+Apply order matters to several of them: gpustack's manifests patch Nodes before workloads roll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpustack.review.risk import Risk
+from gpustack.review.risks.gpus import device_plugin_chart, isolation_weakened, mig_repartition, resource_renamed
+from gpustack.review.risks.nodes import node_moved, noexecute_taint
+from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
+from gpustack.review.risks.workloads import workload_stranded
+from gpustack.review.snapshot import Snapshot
+
+Rule = Callable[[Snapshot, Snapshot], list[Risk]]
+
+
+RULES: tuple[Rule, ...] = (
+    mig_repartition,
+    noexecute_taint,
+    resource_renamed,
+    workload_stranded,
+    quota_below_need,
+    node_moved,
+    device_plugin_chart,
+    tenant_access_lost,
+    isolation_weakened,
+)
+
+
+def assess_risks(before: Snapshot, after: Snapshot) -> tuple[Risk, ...]:
+    found = [risk for rule in RULES for risk in rule(before, after)]
+    return tuple(sorted(found, key=Risk.sort_key))

@@ -1,0 +1,404 @@
+"""GpuCluster under Pulumi mocks: it registers exactly what `gpustack compile` writes, in a safe order.
+
+No Pulumi CLI, plugin or cluster: `pulumi.runtime.set_mocks` records every registration. ConfigGroup and
+Chart are remote components, so the mocks see their inputs (the objects, the chart values) and no
+children. A recording monitor also keeps each RegisterResource request, for parents, dependencies,
+providers and retain-on-delete, which MockResourceArgs does not carry. Mocks are set before any
+resource is created, with a fresh event loop, root stack and config per test (see the research notes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from conftest import BLUEPRINTS, CASES
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.settings import reset_options
+
+from gpustack.compile import compile_blueprint
+from gpustack.compile.nodes import TAINTS_FAMILY
+from gpustack.deploy import (
+    FIELD_MANAGER_ANNOTATION,
+    PATCH_FORCE_ANNOTATION,
+    TYPE,
+    BlueprintError,
+    GpuCluster,
+    GpuClusterArgs,
+    deploy_plan,
+    group_of,
+)
+from gpustack.outputs import KUSTOMIZATION, render_files
+from gpustack.validation import validate_path
+
+EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+CHART = "kubernetes:helm.sh/v4:Chart"
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+PULUMI_ANNOTATIONS = {FIELD_MANAGER_ANNOTATION: "gpustack", PATCH_FORCE_ANNOTATION: "true"}
+
+
+@dataclass
+class Registration:
+    """One RegisterResource call: what the mocks saw plus the options only the request carries."""
+
+    type: str
+    name: str
+    urn: str
+    inputs: dict[str, Any]
+    parent: str
+    dependencies: set[str]
+    provider: str
+    providers: dict[str, str]
+    retain_on_delete: bool
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.inputs[(args.typ, args.name)] = args.inputs
+        return (f"{args.name}-id" if args.custom else None), dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+
+class RecordingMonitor(MockMonitor):
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.requests: list[Any] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
+        self.requests.append(request)
+        try:
+            return super().RegisterResource(request)
+        finally:
+            # The mock monitor runs in executor threads and gives each one an event loop it never closes;
+            # close it here, or its garbage collection warns (an error under this suite's filterwarnings).
+            if threading.current_thread() is not threading.main_thread():
+                with contextlib.suppress(RuntimeError):  # no loop: the Stack registration makes none
+                    asyncio.get_event_loop().close()
+                asyncio.set_event_loop(None)
+
+
+@dataclass
+class Harness:
+    mocks: RecordingMocks
+    monitor: RecordingMonitor
+    warnings: list[str] = field(default_factory=list)
+
+    def run(self, program: Callable[[], object]) -> None:
+        """Run the program in the mock runtime and wait for every registration to finish."""
+
+        def body() -> None:
+            program()
+
+        pulumi.runtime.test(body)()
+
+    def registrations(self) -> list[Registration]:
+        out = []
+        for request in self.monitor.requests:
+            if request.type == "pulumi:pulumi:Stack":
+                continue
+            out.append(
+                Registration(
+                    type=request.type,
+                    name=request.name,
+                    urn=self.monitor.make_urn(request.parent, request.type, request.name),
+                    inputs=self.mocks.inputs[(request.type, request.name)],
+                    parent=request.parent,
+                    dependencies=set(request.dependencies),
+                    provider=request.provider,
+                    providers=dict(request.providers),
+                    retain_on_delete=request.retainOnDelete,
+                )
+            )
+        return out
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.registrations() if r.type == type_]
+
+    def named(self, name: str) -> Registration:
+        (found,) = [r for r in self.registrations() if r.name == name]
+        return found
+
+
+def start_harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    """Mocks in place before any resource exists; fresh loop, root stack and config (shared with test_stack)."""
+    asyncio.set_event_loop(asyncio.new_event_loop())  # an earlier test may have closed or replaced the loop
+    reset_options(project="gpustack", stack="test", root_directory=str(BLUEPRINTS.parent / "stacks"))
+    pulumi.runtime.set_all_config({})  # config is process-global
+    mocks = RecordingMocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project="gpustack", stack="test", preview=False, monitor=monitor)
+    h = Harness(mocks, monitor)
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: h.warnings.append(message))
+    yield h
+    asyncio.get_event_loop().close()
+    asyncio.set_event_loop(None)  # later tests get no closed loop
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    yield from start_harness(monkeypatch)
+
+
+def cluster(harness: Harness, blueprint: Any = EXAMPLES[0], **options: Any) -> None:
+    harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint, **options)))
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def compiled_objects(blueprint: Path, *, with_taints: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The objects `gpustack compile` writes that an apply takes: the kustomization's files, parsed back
+    from YAML, plus nodes/taints.yaml when gpustack owns taints. Node label and taint patches of one
+    node are merged, as one NodePatch carries both."""
+    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    files = render_files(plan)
+    wanted = list(yaml.safe_load(files[KUSTOMIZATION])["resources"])
+    if with_taints:
+        wanted += sorted({m.file for m in plan.objects if m.family == TAINTS_FAMILY})
+    objects: list[dict[str, Any]] = []
+    nodes: dict[str, dict[str, Any]] = {}
+    for file in wanted:
+        for doc in yaml.safe_load_all(files[file]):
+            if doc is None:
+                continue
+            if doc["kind"] != "Node":
+                objects.append(doc)
+                continue
+            node = nodes.setdefault(doc["metadata"]["name"], {"apiVersion": "v1", "kind": "Node", "metadata": {}})
+            node["metadata"].update(doc["metadata"])
+            if "spec" in doc:
+                node["spec"] = doc["spec"]
+    return objects + list(nodes.values()), files
+
+
+def registered_objects(harness: Harness) -> list[dict[str, Any]]:
+    """The objects GpuCluster hands to Kubernetes: ConfigGroup objs and NodePatch inputs, minus the
+    two pulumi-kubernetes annotations that set the patch's field manager and force."""
+    objects = [obj for group in harness.of_type(CONFIG_GROUP) for obj in group.inputs["objs"]]
+    for patch in harness.of_type(NODE_PATCH):
+        inputs = patch.inputs
+        assert inputs["metadata"]["annotations"] == PULUMI_ANNOTATIONS
+        node = {
+            "apiVersion": inputs["apiVersion"],
+            "kind": inputs["kind"],
+            "metadata": {k: v for k, v in inputs["metadata"].items() if k != "annotations"},
+        }
+        if "spec" in inputs:
+            node["spec"] = inputs["spec"]
+        objects.append(node)
+    return objects
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=lambda p: p.stem)
+def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path) -> None:
+    cluster(harness, blueprint)
+    expected, files = compiled_objects(blueprint, with_taints=False)
+    assert sorted(registered_objects(harness), key=key) == sorted(expected, key=key)
+    # Every Helm values file becomes one Chart with exactly those values and the release's coordinates.
+    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    charts = {c.inputs["name"]: c.inputs for c in harness.of_type(CHART)}
+    assert set(charts) == {r.name for r in plan.releases} and charts
+    for release in plan.releases:
+        chart = charts[release.name]
+        assert chart["values"] == yaml.safe_load(files[release.values_file])
+        assert chart["chart"] == release.chart and chart["version"] == release.version
+        assert chart["namespace"] == release.namespace
+        assert chart["repositoryOpts"] == {"repo": release.repository}
+
+
+def test_owning_taints_applies_the_taint_patches_too(harness: Harness) -> None:
+    blueprint = BLUEPRINTS / "seed-article.yaml"
+    cluster(harness, blueprint, own_node_taints=True)
+    expected, _ = compiled_objects(blueprint, with_taints=True)
+    assert sorted(registered_objects(harness), key=key) == sorted(expected, key=key)
+    assert all("taints" in p.inputs["spec"] for p in harness.of_type(NODE_PATCH))
+
+
+def test_node_patches_carry_the_compiled_labels_and_no_taints_by_default(harness: Harness) -> None:
+    blueprint = BLUEPRINTS / "multi-tenant.yaml"
+    cluster(harness, blueprint)
+    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    labels = {m.name: m.obj["metadata"]["labels"] for m in plan.by_family("nodes")}
+    patches = harness.of_type(NODE_PATCH)
+    assert {p.inputs["metadata"]["name"]: p.inputs["metadata"]["labels"] for p in patches} == labels
+    assert plan.by_family(TAINTS_FAMILY), "the example has taints, so leaving them out is a choice"
+    for patch in patches:
+        assert "spec" not in patch.inputs  # spec.taints left alone: other managers' taints survive
+        assert patch.name == f"gs-node-{patch.inputs['metadata']['name']}"
+        assert patch.retain_on_delete  # pulumi destroy leaves the labels on the live nodes
+
+
+def test_node_labels_can_be_released_on_delete(harness: Harness) -> None:
+    cluster(harness, retain_node_labels_on_delete=False)
+    assert not any(p.retain_on_delete for p in harness.of_type(NODE_PATCH))
+
+
+def test_every_child_has_the_component_as_parent(harness: Harness) -> None:
+    cluster(harness, BLUEPRINTS / "seed-article.yaml")
+    (component,) = harness.of_type(TYPE)
+    children = [r for r in harness.registrations() if r.type != TYPE]
+    assert {r.type for r in children} == {CONFIG_GROUP, CHART, NODE_PATCH, NAMESPACE}
+    assert all(r.parent == component.urn for r in children)
+
+
+def test_stages_wait_for_what_they_need(harness: Harness) -> None:
+    cluster(harness, BLUEPRINTS / "seed-article.yaml")
+    by_urn = {r.urn: r.name for r in harness.registrations()}
+
+    def deps(name: str) -> set[str]:
+        return {by_urn[u] for u in harness.named(name).dependencies}
+
+    nodes = {r.name for r in harness.of_type(NODE_PATCH)}
+    namespaces = {"gs-namespaces", "gs-namespace-nvidia-device-plugin"}
+    assert deps("gs-namespaces") == set() and deps("gs-namespace-nvidia-device-plugin") == set()
+    assert deps("gs-cluster") == deps("gs-tenancy") == namespaces
+    # Node labels name the MIG config, which the GPU Operator looks up at once: the ConfigMap comes first.
+    assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy"} for node in nodes)
+    assert deps("gs-nvidia-device-plugin") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
+    everything_before = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin"} | nodes
+    assert deps("gs-workloads") == everything_before
+    assert deps("gs-custom-workloads") == everything_before  # the Volcano Job after the charts (CRDs)
+    volcano = harness.named("gs-custom-workloads").inputs["objs"]
+    assert [o["apiVersion"] for o in volcano] == ["batch.volcano.sh/v1alpha1"]
+
+
+def test_groups_follow_kind_and_api_group_only() -> None:
+    plan = compile_blueprint(validate_path(BLUEPRINTS / "multi-tenant.yaml").blueprint)  # type: ignore[arg-type]
+    groups = {(m.obj["apiVersion"], m.kind): group_of(m) for m in plan.objects if m.kind != "Node"}
+    assert groups == {
+        ("v1", "Namespace"): "namespaces",
+        ("scheduling.k8s.io/v1", "PriorityClass"): "cluster",
+        ("v1", "ConfigMap"): "cluster",
+        ("v1", "LimitRange"): "tenancy",
+        ("v1", "ResourceQuota"): "tenancy",
+        ("apps/v1", "Deployment"): "workloads",
+        ("apps/v1", "StatefulSet"): "workloads",
+        ("v1", "Service"): "workloads",
+        ("batch/v1", "Job"): "workloads",
+    }
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}
+    local_queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "q"}}
+    from gpustack.compile.plan import Manifest
+
+    assert group_of(Manifest("volcano", "f", queue)) == "custom-resources"
+    assert group_of(Manifest("kueue", "f", local_queue)) == "custom-resources"
+
+
+def test_a_provider_passed_in_is_used_by_every_child(harness: Harness) -> None:
+    from pulumi_kubernetes.provider import Provider
+
+    def program() -> None:
+        provider = Provider("k8s", context="gpu-cluster")
+        GpuCluster("gs", GpuClusterArgs(EXAMPLES[0], provider=provider))
+
+    harness.run(program)
+    (provider,) = harness.of_type("pulumi:providers:kubernetes")
+    reference = f"{provider.urn}::k8s-id"
+    for child in harness.registrations():
+        if child.type in (CONFIG_GROUP, CHART):
+            assert child.providers == {"kubernetes": reference}, child.name
+        elif child.type in (NODE_PATCH, NAMESPACE):
+            assert child.provider == reference, child.name
+
+
+def test_adopting_kubectl_objects_only_adds_the_field_manager(harness: Harness) -> None:
+    blueprint = BLUEPRINTS / "quickstart.yaml"
+    cluster(harness, blueprint, object_field_manager="gpustack")
+    expected, _ = compiled_objects(blueprint, with_taints=False)
+    objects = [obj for group in harness.of_type(CONFIG_GROUP) for obj in group.inputs["objs"]]
+    for obj in objects:
+        assert obj["metadata"]["annotations"].pop(FIELD_MANAGER_ANNOTATION) == "gpustack"
+        if not obj["metadata"]["annotations"]:
+            del obj["metadata"]["annotations"]
+    assert sorted(objects, key=key) == sorted([o for o in expected if o["kind"] != "Node"], key=key)
+
+
+def test_workloads_can_skip_the_readiness_wait(harness: Harness) -> None:
+    cluster(harness, BLUEPRINTS / "seed-article.yaml", await_workloads=False)
+    skipped = {g.name for g in harness.of_type(CONFIG_GROUP) if g.inputs.get("skipAwait")}
+    assert skipped == {"gs-workloads", "gs-custom-workloads"}
+
+
+def test_a_validated_blueprint_object_registers_the_same(harness: Harness) -> None:
+    blueprint = BLUEPRINTS / "quickstart.yaml"
+    cluster(harness, validate_path(blueprint).blueprint)
+    expected, _ = compiled_objects(blueprint, with_taints=False)
+    assert sorted(registered_objects(harness), key=key) == sorted(expected, key=key)
+
+
+def test_an_invalid_blueprint_fails_with_the_validate_text_and_registers_nothing(harness: Harness) -> None:
+    case = CASES / "invalid" / "seed-a100-4x3g20gb.yaml"
+    with pytest.raises(BlueprintError) as raised:
+        cluster(harness, case)
+    message = str(raised.value)
+    assert isinstance(raised.value, pulumi.RunError)  # Pulumi prints a RunError without a traceback
+    assert "seed-a100-4x3g20gb.yaml:19:19: error[GS303]" in message
+    assert '19 |           layout: {"3g.20gb": 4}' in message
+    assert "hint: valid layouts close to this one: {3g.40gb: 2}" in message
+    assert message.endswith("error(s); nothing applied")
+    assert {d.code for d in raised.value.diagnostics} >= {"GS303"}
+    assert harness.registrations() == []
+
+
+def test_warnings_are_logged_and_do_not_stop_the_apply(harness: Harness) -> None:
+    cluster(harness, BLUEPRINTS / "multi-tenant.yaml")
+    assert any("warning[GS507]" in w for w in harness.warnings)
+    assert harness.of_type(CHART)
+
+
+def test_outputs_show_pools_capacity_and_tenant_quotas(harness: Harness) -> None:
+    components: list[GpuCluster] = []
+    harness.run(lambda: components.append(GpuCluster("gs", GpuClusterArgs(BLUEPRINTS / "quickstart.yaml"))))
+    (component,) = components
+    assert component.pools == [
+        {
+            "name": "l4",
+            "gpu": {"model": component.pools[0]["gpu"]["model"], "perNode": 4},
+            "sharing": "none",
+            "nodes": ["gpu-node-1", "gpu-node-2"],
+            "resources": [
+                {
+                    "resource": "nvidia.com/gpu",
+                    "perNode": 4,
+                    "nodes": 2,
+                    "total": 8,
+                    "isolation": "exclusive",
+                    "memoryGiB": 24,
+                    "sharedBy": 1,
+                }
+            ],
+        }
+    ]
+    (tenant,) = component.tenants
+    assert tenant["name"] == "ml" and tenant["namespaces"] == ["ml"] and tenant["pools"] == ["l4"]
+    assert tenant["quotas"] == {"ml": {"requests.nvidia.com/gpu": "8"}}
+    assert component.releases[0]["chart"] == "nvidia-device-plugin"
+    assert component.outputs["nodes"] == ["gpu-node-1", "gpu-node-2"]
+
+
+def test_deploy_plan_is_pure_data() -> None:
+    blueprint = validate_path(BLUEPRINTS / "quickstart.yaml").blueprint
+    assert blueprint is not None
+    cut = deploy_plan(blueprint)
+    assert list(cut.groups) == ["namespaces", "cluster", "tenancy", "workloads"]
+    assert cut.release_namespaces == ["nvidia-device-plugin"]
+    assert [s.node for s in cut.node_patches] == ["gpu-node-1", "gpu-node-2"]
+    assert all(s.taints is None for s in cut.node_patches)
+    assert all(s.taints for s in deploy_plan(blueprint, own_node_taints=True).node_patches)

@@ -1,0 +1,112 @@
+"""Pulumi stays optional: the core installs without it, and validate/compile never import it.
+
+Each check runs in a fresh interpreter, because this test session itself has pulumi loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+from conftest import BLUEPRINTS, REPO
+
+PULUMI_PACKAGES = ("pulumi", "pulumi_kubernetes")
+DEPLOY = "gpustack.deploy"  # the one module allowed to import pulumi
+
+# A meta-path finder that makes pulumi unimportable, as in an install without the `pulumi` extra.
+BLOCKER = textwrap.dedent(
+    """
+    import sys
+
+    class NoPulumi:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {blocked!r}:
+                raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)", name=name)
+            return None
+
+    sys.meta_path.insert(0, NoPulumi())
+    """
+).format(blocked=set(PULUMI_PACKAGES))
+
+# Run `gpustack validate` and `gpustack compile` in-process, as the console script does.
+RUN_CLI = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from gpustack.cli import group
+
+    def run(*args):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                group.main(args=list(args), prog_name="gpustack", standalone_mode=False)
+            except SystemExit as exit:
+                return exit.code or 0
+        return 0
+
+    codes = [run("validate", sys.argv[1]), run("compile", sys.argv[1], "-o", sys.argv[2])]
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in {blocked!r})
+    print(json.dumps({{"codes": codes, "pulumi_modules": loaded}}))
+    """
+).format(blocked=set(PULUMI_PACKAGES))
+
+
+def python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def core_modules() -> list[str]:
+    """Every gpustack module but the Pulumi one and `__main__` (which runs the CLI when imported)."""
+    names = []
+    for path in sorted((REPO / "gpustack").rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name not in (DEPLOY, "gpustack.__main__"):
+            names.append(name)
+    return names
+
+
+def test_validate_and_compile_never_import_pulumi(tmp_path: Path) -> None:
+    result = python(RUN_CLI, str(BLUEPRINTS / "seed-article.yaml"), str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["codes"] == [0, 0]  # both commands really ran, and succeeded
+    assert (tmp_path / "out" / "kustomization.yaml").is_file()
+    assert report["pulumi_modules"] == []
+
+
+def test_validate_and_compile_work_without_pulumi_installed(tmp_path: Path) -> None:
+    result = python(BLOCKER + RUN_CLI, str(BLUEPRINTS / "quickstart.yaml"), str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["codes"] == [0, 0]
+
+
+def test_every_core_module_imports_without_pulumi() -> None:
+    modules = core_modules()
+    assert "gpustack.cli" in modules and "gpustack.compile" in modules and DEPLOY not in modules
+    code = BLOCKER + textwrap.dedent(
+        f"""
+        import importlib
+        for name in {modules!r}:
+            importlib.import_module(name)
+        try:
+            importlib.import_module({DEPLOY!r})
+        except ModuleNotFoundError as error:
+            print("deploy needs", error.name)
+        """
+    )
+    result = python(code)
+    assert result.returncode == 0, result.stderr
+    # The blocker works: the one module that needs pulumi fails to import under it.
+    assert result.stdout.strip() == "deploy needs pulumi"
+
+
+def test_the_core_does_not_depend_on_pulumi() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not [d for d in project["dependencies"] if d.lower().startswith(("pulumi", "pulumi-kubernetes"))]
+    extra = {d.split(">")[0].split("=")[0].strip().lower() for d in project["optional-dependencies"]["pulumi"]}
+    assert extra == {"pulumi", "pulumi-kubernetes"}

@@ -1,0 +1,375 @@
+"""Every risk flag fires when the change does what it warns about, and stays silent when it does not."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from gpustack.review.risk import Level, Risk
+from gpustack.review.risks import RULES, assess_risks
+from gpustack.review.snapshot import Snapshot, empty_snapshot
+from gpustack.validation import validate_text
+
+BASE = yaml.safe_load(
+    """
+apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata: {name: risks}
+spec:
+  kubernetes: {version: "1.33"}
+  nodePools:
+    - name: mig
+      gpu: {model: NVIDIA-H100-80GB-HBM3, count: 8}
+      nodes: [h-a, h-b]
+      sharing:
+        strategy: mig
+        mig:
+          strategy: mixed
+          groups:
+            - {devices: [0, 1, 2, 3], layout: {"1g.10gb": 7}}
+            - {devices: [4, 5, 6, 7], layout: {"3g.40gb": 2}}
+    - name: l4
+      gpu: {model: L4, count: 4}
+      nodes: [l-a, l-b]
+      taints: [{key: gpustack.io/pool, value: l4, effect: NoSchedule}]
+    - name: a100
+      gpu: {model: A100-SXM4-40GB, count: 8}
+      nodes: [a-a]
+    - name: spare
+      gpu: {model: A100-SXM4-40GB, count: 8}
+      nodes: [s-a]
+  tenants:
+    - name: team
+      namespaces: [team]
+      pools: [mig, l4, a100]
+      quota: {mig: {mig-1g.10gb: 14}, l4: {gpu: 8}}
+    - {name: other, namespaces: [other], pools: [l4]}
+  workloads:
+    - {name: small, tenant: team, pool: mig, kind: Deployment, replicas: 4, image: x, gpu: {profile: 1g.10gb}}
+    - {name: large, tenant: team, pool: mig, kind: Deployment, replicas: 1, image: x, gpu: {memory: 30Gi}}
+    - {name: web, tenant: team, pool: l4, kind: Deployment, replicas: 2, image: x, gpu: {count: 1}}
+    - {name: batch, tenant: team, pool: a100, kind: Job, replicas: 1, image: x, gpu: {count: 8}}
+"""
+)
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def snapshot(data: dict[str, Any], label: str) -> Snapshot:
+    result = validate_text(yaml.safe_dump(data, sort_keys=False), label)
+    errors = [d.message for d in result.diagnostics if d.severity == "error"]
+    assert result.blueprint is not None and result.ok, errors
+    return Snapshot(label, result.blueprint)
+
+
+def pool(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in data["spec"]["nodePools"] if p["name"] == name)
+
+
+def tenant(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(t for t in data["spec"]["tenants"] if t["name"] == name)
+
+
+def workload(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(w for w in data["spec"]["workloads"] if w["name"] == name)
+
+
+def risks_after(*edits: Edit, code: str | None = None) -> list[Risk]:
+    after = copy.deepcopy(BASE)
+    for edit in edits:
+        edit(after)
+    found = assess_risks(snapshot(BASE, "before.yaml"), snapshot(after, "after.yaml"))
+    return [r for r in found if code is None or r.code == code]
+
+
+def only(risks: list[Risk]) -> Risk:
+    assert len(risks) == 1, [r.title for r in risks]
+    return risks[0]
+
+
+def test_no_change_no_risk() -> None:
+    assert risks_after() == []
+
+
+def test_every_rule_is_tested_here() -> None:
+    tested = {name.removeprefix("test_").split("__")[0] for name in globals() if name.startswith("test_")}
+    assert {rule.__name__ for rule in RULES} <= tested
+
+
+# mig-repartition
+
+
+def set_layout(group: int, layout: dict[str, int]) -> Edit:
+    return lambda d: pool(d, "mig")["sharing"]["mig"]["groups"][group].__setitem__("layout", layout)
+
+
+def test_mig_repartition__fires_on_a_new_layout_and_names_the_gpus_nodes_and_pods_on_them() -> None:
+    risk = only(risks_after(set_layout(0, {"1g.10gb": 3, "2g.20gb": 2}), code="mig-repartition"))
+    assert risk.severity is Level.HIGH
+    assert risk.nodes == ("h-a", "h-b")
+    assert risk.details == (
+        "h-a: GPUs 0-3: {1g.10gb: 7} -> {1g.10gb: 3, 2g.20gb: 2}",
+        "h-b: GPUs 0-3: {1g.10gb: 7} -> {1g.10gb: 3, 2g.20gb: 2}",
+    )
+    assert risk.workloads == ("small",), "only pods on 1g.10gb slices sit on GPUs 0-3"
+    assert "drained" in risk.message and "killed" in risk.message
+
+
+def test_mig_repartition__fires_when_mig_is_turned_on_and_says_gpus_reset() -> None:
+    def enable(d: dict[str, Any]) -> None:
+        pool(d, "spare")["sharing"] = {"strategy": "mig", "mig": {"strategy": "mixed", "layout": {"3g.20gb": 2}}}
+
+    risk = only(risks_after(enable, code="mig-repartition"))
+    assert risk.nodes == ("s-a",)
+    assert risk.details == ("s-a: GPUs 0-7: MIG off -> {3g.20gb: 2}",)
+    assert "GPU reset" in risk.message
+
+
+def test_mig_repartition__fires_for_a_node_moved_into_a_mig_pool_with_another_layout() -> None:
+    def move(d: dict[str, Any]) -> None:
+        pool(d, "spare")["nodes"] = ["s-a", "a-b"]
+        pool(d, "a100")["nodes"] = ["a-a"]
+
+    before = copy.deepcopy(BASE)
+    pool(before, "a100")["nodes"] = ["a-a", "a-b"]
+    pool(before, "spare")["sharing"] = {"strategy": "mig", "mig": {"strategy": "mixed", "layout": {"3g.20gb": 2}}}
+    after = copy.deepcopy(before)
+    move(after)
+    found = assess_risks(snapshot(before, "b"), snapshot(after, "a"))
+    risk = only([r for r in found if r.code == "mig-repartition"])
+    assert risk.nodes == ("a-b",) and risk.workloads == ("batch",)
+
+
+def test_mig_repartition__silent_for_reordered_layouts_new_nodes_and_other_pools() -> None:
+    def reorder(d: dict[str, Any]) -> None:
+        groups = pool(d, "mig")["sharing"]["mig"]["groups"]
+        groups.reverse()
+
+    def add_node(d: dict[str, Any]) -> None:
+        pool(d, "mig")["nodes"].append("h-c")
+
+    assert risks_after(reorder, code="mig-repartition") == []
+    assert risks_after(add_node, code="mig-repartition") == []
+    assert risks_after(lambda d: workload(d, "small").__setitem__("replicas", 5), code="mig-repartition") == []
+
+
+# noexecute-taint
+
+
+def add_taint(pool_name: str, effect: str, value: str = "yes") -> Edit:
+    taint = {"key": "drain", "value": value, "effect": effect}
+    return lambda d: pool(d, pool_name).setdefault("taints", []).append(taint)
+
+
+def test_noexecute_taint__fires_with_the_nodes_and_the_pods_it_evicts() -> None:
+    risk = only(risks_after(add_taint("l4", "NoExecute"), code="noexecute-taint"))
+    assert risk.severity is Level.HIGH
+    assert risk.nodes == ("l-a", "l-b")
+    assert risk.workloads == ("web",)
+    assert "drain=yes:NoExecute" in risk.title
+
+
+def test_noexecute_taint__fires_for_a_node_newly_put_under_an_existing_noexecute_taint() -> None:
+    before = copy.deepcopy(BASE)
+    add_taint("l4", "NoExecute")(before)
+    after = copy.deepcopy(before)
+    pool(after, "l4")["nodes"].append("l-c")
+    risk = only([r for r in assess_risks(snapshot(before, "b"), snapshot(after, "a")) if r.code == "noexecute-taint"])
+    assert risk.nodes == ("l-c",)
+    assert "new to the blueprint" in risk.message
+
+
+def test_noexecute_taint__silent_for_noschedule_and_for_a_taint_already_there() -> None:
+    assert risks_after(add_taint("l4", "NoSchedule"), code="noexecute-taint") == []
+    before = copy.deepcopy(BASE)
+    add_taint("l4", "NoExecute")(before)
+    found = assess_risks(snapshot(before, "b"), snapshot(copy.deepcopy(before), "a"))
+    assert found == ()
+
+
+# resource-renamed
+
+
+def share_l4(rename: bool) -> Edit:
+    def edit(d: dict[str, Any]) -> None:
+        replication = {"replicas": 4, "renameByDefault": rename}
+        pool(d, "l4")["sharing"] = {"strategy": "time-slicing", "timeSlicing": replication}
+        if rename:
+            tenant(d, "team")["quota"]["l4"] = {"gpu.shared": 8}
+
+    return edit
+
+
+def test_resource_renamed__fires_high_and_names_the_stranded_workloads() -> None:
+    risk = only(risks_after(share_l4(rename=True), code="resource-renamed"))
+    assert risk.severity is Level.HIGH
+    assert risk.workloads == ("web",)
+    assert risk.nodes == ("l-a", "l-b")
+    assert "nvidia.com/gpu" in risk.title and "nvidia.com/gpu.shared" in risk.message
+
+
+def test_resource_renamed__medium_when_no_workload_asks_for_the_old_name() -> None:
+    def share_spare(d: dict[str, Any]) -> None:
+        pool(d, "spare")["sharing"] = {"strategy": "mps", "mps": {"replicas": 4, "renameByDefault": True}}
+
+    risk = only(risks_after(share_spare, code="resource-renamed"))
+    assert risk.severity is Level.MEDIUM and risk.workloads == ()
+
+
+def test_resource_renamed__silent_when_the_name_stays() -> None:
+    assert risks_after(share_l4(rename=False), code="resource-renamed") == []
+    assert risks_after(set_layout(0, {"1g.10gb": 3, "2g.20gb": 2}), code="resource-renamed") == []
+
+
+# workload-stranded
+
+
+def test_workload_stranded__fires_when_its_resolved_profile_leaves_the_layout() -> None:
+    risk = only(risks_after(set_layout(1, {"4g.40gb": 1}), code="workload-stranded"))
+    assert risk.severity is Level.HIGH
+    assert risk.workloads == ("large",)
+    assert "nvidia.com/mig-3g.40gb" in risk.title
+    assert "nvidia.com/mig-4g.40gb" in risk.message
+
+
+def test_workload_stranded__fires_when_its_pool_is_removed() -> None:
+    def drop_a100(d: dict[str, Any]) -> None:
+        d["spec"]["nodePools"] = [p for p in d["spec"]["nodePools"] if p["name"] != "a100"]
+        tenant(d, "team")["pools"] = ["mig", "l4", "spare"]
+        workload(d, "batch")["pool"] = "spare"
+
+    risk = only(risks_after(drop_a100, code="workload-stranded"))
+    assert risk.severity is Level.MEDIUM
+    assert risk.workloads == ("batch",) and risk.pools == ("a100", "spare")
+
+
+def test_workload_stranded__fires_for_a_job_under_a_new_noschedule_taint() -> None:
+    risk = only(risks_after(add_taint("a100", "NoSchedule"), code="workload-stranded"))
+    assert risk.workloads == ("batch",) and risk.nodes == ("a-a",)
+    assert "cannot be changed in place" in risk.message
+
+
+def test_workload_stranded__silent_for_deployments_removed_workloads_and_kept_profiles() -> None:
+    assert risks_after(add_taint("l4", "NoSchedule"), code="workload-stranded") == []
+
+    def drop_batch_and_pool(d: dict[str, Any]) -> None:
+        d["spec"]["nodePools"] = [p for p in d["spec"]["nodePools"] if p["name"] != "a100"]
+        tenant(d, "team")["pools"] = ["mig", "l4"]
+        d["spec"]["workloads"] = [w for w in d["spec"]["workloads"] if w["name"] != "batch"]
+
+    assert risks_after(drop_batch_and_pool, code="workload-stranded") == []
+    assert risks_after(set_layout(0, {"1g.10gb": 3, "2g.20gb": 2}), code="workload-stranded") == []
+
+
+# quota-below-need
+
+
+def set_quota(pool_name: str, resource: str, amount: int) -> Edit:
+    return lambda d: tenant(d, "team")["quota"].setdefault(pool_name, {}).__setitem__(resource, amount)
+
+
+def test_quota_below_need__fires_for_a_cut_below_the_templates() -> None:
+    risk = only(risks_after(set_quota("mig", "mig-1g.10gb", 3), code="quota-below-need"))
+    assert risk.severity is Level.MEDIUM
+    assert risk.tenants == ("team",) and risk.workloads == ("small",)
+    assert "from 14 to 3" in risk.message and "request 4" in risk.message
+
+
+def test_quota_below_need__fires_for_a_new_quota_where_there_was_no_limit() -> None:
+    risk = only(risks_after(set_quota("a100", "gpu", 4), code="quota-below-need"))
+    assert "from no limit to 4" in risk.message and risk.workloads == ("batch",)
+
+
+def test_quota_below_need__silent_for_a_cut_that_still_fits_and_for_a_raise() -> None:
+    assert risks_after(set_quota("mig", "mig-1g.10gb", 4), code="quota-below-need") == []
+    assert risks_after(set_quota("mig", "mig-1g.10gb", 20), code="quota-below-need") == []
+
+
+# node-moved
+
+
+def move_a100_node(d: dict[str, Any]) -> None:
+    pool(d, "a100")["nodes"] = ["a-b"]
+    pool(d, "spare")["nodes"] = ["s-a", "a-a"]
+
+
+def test_node_moved__fires_with_both_pools_and_the_old_pools_workloads() -> None:
+    risk = only(risks_after(move_a100_node, code="node-moved"))
+    assert risk.severity is Level.MEDIUM
+    assert risk.nodes == ("a-a",) and risk.pools == ("a100", "spare") and risk.workloads == ("batch",)
+
+
+def test_node_moved__silent_when_nodes_are_only_added_or_removed() -> None:
+    assert risks_after(lambda d: pool(d, "spare")["nodes"].append("s-b"), code="node-moved") == []
+    assert risks_after(lambda d: pool(d, "l4").__setitem__("nodes", ["l-a"]), code="node-moved") == []
+
+
+# device-plugin-chart
+
+
+def test_device_plugin_chart__fires_on_a_version_or_repository_change() -> None:
+    risk = only(risks_after(lambda d: d["spec"].__setitem__("devicePlugin", {"chartVersion": "0.17.0"})))
+    assert risk.code == "device-plugin-chart" and risk.severity is Level.MEDIUM
+    assert "downgraded from 0.20.0 to 0.17.0" in risk.title
+    assert risk.nodes == ("a-a", "h-a", "h-b", "l-a", "l-b", "s-a")
+    mirror = {"repository": "https://charts.example.com/nvidia"}
+    risk = only(risks_after(lambda d: d["spec"].__setitem__("devicePlugin", mirror)))
+    assert "https://charts.example.com/nvidia" in risk.title
+
+
+def test_device_plugin_chart__silent_for_other_settings_and_a_first_install() -> None:
+    assert risks_after(lambda d: d["spec"].__setitem__("devicePlugin", {"namespace": "gpu"})) == []
+    first = assess_risks(empty_snapshot("new"), snapshot(BASE, "a"))
+    assert [r for r in first if r.code == "device-plugin-chart"] == []
+
+
+# tenant-access-lost
+
+
+def test_tenant_access_lost__fires_when_a_pool_is_revoked() -> None:
+    risk = only(risks_after(lambda d: tenant(d, "other").__setitem__("pools", ["a100"]), code="tenant-access-lost"))
+    assert risk.severity is Level.MEDIUM and risk.tenants == ("other",) and risk.pools == ("l4",)
+
+
+def test_tenant_access_lost__high_when_the_tenant_and_its_namespaces_go() -> None:
+    def drop_other(d: dict[str, Any]) -> None:
+        d["spec"]["tenants"] = [t for t in d["spec"]["tenants"] if t["name"] != "other"]
+
+    risk = only(risks_after(drop_other, code="tenant-access-lost"))
+    assert risk.severity is Level.HIGH and "'other'" in risk.message and "pruning" in risk.message
+
+
+def test_tenant_access_lost__silent_when_access_grows() -> None:
+    assert risks_after(lambda d: tenant(d, "other")["pools"].append("a100"), code="tenant-access-lost") == []
+
+
+# isolation-weakened
+
+
+def test_isolation_weakened__fires_medium_for_a_pool_tenants_share() -> None:
+    risk = only(risks_after(share_l4(rename=False), code="isolation-weakened"))
+    assert risk.severity is Level.MEDIUM and risk.tenants == ("other", "team")
+    assert "exclusive to none" in risk.title
+
+
+def test_isolation_weakened__low_for_a_pool_no_tenant_shares() -> None:
+    def share_spare(d: dict[str, Any]) -> None:
+        pool(d, "spare")["sharing"] = {"strategy": "time-slicing", "timeSlicing": {"replicas": 2}}
+
+    assert only(risks_after(share_spare, code="isolation-weakened")).severity is Level.LOW
+
+
+def test_isolation_weakened__silent_when_isolation_grows() -> None:
+    before = copy.deepcopy(BASE)
+    share_l4(rename=False)(before)
+    found = assess_risks(snapshot(before, "b"), snapshot(BASE, "a"))
+    assert [r for r in found if r.code == "isolation-weakened"] == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.__name__)
+def test_rules_accept_an_absent_old_version(rule: Callable[[Snapshot, Snapshot], list[Risk]]) -> None:
+    assert rule(empty_snapshot("absent"), snapshot(BASE, "a")) == []

@@ -1,0 +1,76 @@
+"""ResourceQuota admission in the API server's own words."""
+
+from __future__ import annotations
+
+from gpustack.simulate.demand import Pod, Source
+from gpustack.simulate.pods import PodShape
+from gpustack.simulate.quota import QuotaLedger, format_quantity, quotas_from
+
+
+def quota(hard: dict[str, str], namespace: str = "ml", name: str = "gpustack-gpu-quota", **spec: object) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hard": hard, **spec},
+    }
+
+
+def pod(name: str, requests: dict[str, int], namespace: str = "ml", priority_class: str | None = None) -> Pod:
+    shape = PodShape(requests=tuple(sorted(requests.items())), priority_class=priority_class)
+    return Pod(name, namespace, shape, 0, False, Source(None))
+
+
+def test_exceeded_quota_wording() -> None:
+    ledger = QuotaLedger(quotas_from([quota({"requests.nvidia.com/gpu": "8"})]))
+    for index in range(8):
+        assert ledger.admit(pod(f"p-{index}", {"nvidia.com/gpu": 1})) is None
+    refused = ledger.admit(pod("p-8", {"nvidia.com/gpu": 1}))
+    assert refused is not None
+    assert refused.message == (
+        'pods "p-8" is forbidden: exceeded quota: gpustack-gpu-quota, requested: requests.nvidia.com/gpu=1, '
+        "used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"
+    )
+
+
+def test_only_exceeded_resources_are_listed_sorted_and_comma_joined() -> None:
+    hard = {"requests.nvidia.com/gpu": "1", "requests.cpu": "4", "requests.memory": "64Gi", "pods": "10"}
+    ledger = QuotaLedger(quotas_from([quota(hard)]))
+    refused = ledger.admit(pod("big", {"nvidia.com/gpu": 2, "cpu": 16000, "memory": 2**30}))
+    assert refused is not None
+    assert refused.message == (
+        'pods "big" is forbidden: exceeded quota: gpustack-gpu-quota, '
+        "requested: requests.cpu=16,requests.nvidia.com/gpu=2, used: requests.cpu=0,requests.nvidia.com/gpu=0, "
+        "limited: requests.cpu=4,requests.nvidia.com/gpu=1"
+    )
+
+
+def test_a_refused_pod_uses_nothing() -> None:
+    ledger = QuotaLedger(quotas_from([quota({"requests.nvidia.com/gpu": "1"})]))
+    assert ledger.admit(pod("a", {"nvidia.com/gpu": 2})) is not None
+    assert ledger.admit(pod("b", {"nvidia.com/gpu": 1})) is None
+
+
+def test_other_namespaces_and_resources_are_not_counted() -> None:
+    ledger = QuotaLedger(quotas_from([quota({"requests.nvidia.com/gpu": "0"})]))
+    assert ledger.admit(pod("a", {"nvidia.com/gpu": 1}, namespace="other")) is None
+    assert ledger.admit(pod("b", {"nvidia.com/mig-1g.10gb": 1})) is None
+
+
+def test_priority_class_scope() -> None:
+    scoped = quota(
+        {"requests.nvidia.com/gpu": "0"},
+        scopeSelector={"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["gpu-prod"]}]},
+    )
+    ledger = QuotaLedger(quotas_from([scoped]))
+    assert ledger.admit(pod("a", {"nvidia.com/gpu": 1}, priority_class="gpu-dev")) is None
+    assert ledger.admit(pod("b", {"nvidia.com/gpu": 1}, priority_class="gpu-prod")) is not None
+
+
+def test_canonical_quantities() -> None:
+    assert format_quantity("requests.cpu", 500) == "500m"
+    assert format_quantity("limits.cpu", 8000) == "8"
+    assert format_quantity("requests.memory", 64 * 2**30) == "64Gi"
+    assert format_quantity("memory", 1536 * 2**20) == "1536Mi"
+    assert format_quantity("requests.memory", 1000) == "1000"
+    assert format_quantity("requests.nvidia.com/gpu", 3) == "3"
