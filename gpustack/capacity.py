@@ -9,15 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
 from typing import Any
-
-import jinja2
 
 from gpustack.context import Context
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import GIB, format_gib, parse_quantity
+from gpustack.templating import package_template
 
 ISOLATION_WORDS = {
     Isolation.EXCLUSIVE: "whole GPU",
@@ -275,20 +273,8 @@ def format_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("gpustack", "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=jinja2.select_autoescape(["svg.j2"], default_for_string=False),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 def format_text(data: dict[str, Any]) -> str:
-    return _environment().get_template("capacity-report.txt.j2").render(report=data)
+    return package_template("capacity-report.txt.j2").render(report=data)
 
 
 BAR_WIDTH = 420  # pixels for the longest bar of a row
@@ -304,7 +290,7 @@ def render_chart(data: dict[str, Any]) -> str:
         for grant in tenant["grants"]:
             label = f"{tenant['name']} on {grant['pool']}: {grant['resource']}"
             rows.append(_row(label, "tenant", grant["capacity"], grant["quota"], grant["demand"]))
-    return _environment().get_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
+    return package_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
 
 
 def _row(label: str, kind: str, capacity: int, quota: int | None, demand: int) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partialmethod
 from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
@@ -84,8 +84,8 @@ class Context:
 
     def diagnostic(
         self,
-        code: str,
         severity: Severity,
+        code: str,
         path: JsonPath,
         message: str,
         hint: str | None = None,
@@ -93,29 +93,9 @@ class Context:
         key: bool = False,
         related: Iterable[JsonPath] = (),
     ) -> Diagnostic:
+        """A diagnostic pointing at `path` in the source (its key when `key`), with related places."""
         spans = tuple(s for s in (self.locate(p, False) for p in related) if s is not None)
         return Diagnostic(code, severity, message, self.locate(path, key), path, hint, spans)
 
-    def error(
-        self,
-        code: str,
-        path: JsonPath,
-        message: str,
-        hint: str | None = None,
-        *,
-        key: bool = False,
-        related: Iterable[JsonPath] = (),
-    ) -> Diagnostic:
-        return self.diagnostic(code, Severity.ERROR, path, message, hint, key=key, related=related)
-
-    def warning(
-        self,
-        code: str,
-        path: JsonPath,
-        message: str,
-        hint: str | None = None,
-        *,
-        key: bool = False,
-        related: Iterable[JsonPath] = (),
-    ) -> Diagnostic:
-        return self.diagnostic(code, Severity.WARNING, path, message, hint, key=key, related=related)
+    error = partialmethod(diagnostic, Severity.ERROR)
+    warning = partialmethod(diagnostic, Severity.WARNING)

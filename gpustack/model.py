@@ -16,6 +16,14 @@ DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 DEFAULT_DEVICE_PLUGIN_NAMESPACE = "nvidia-device-plugin"
 DEFAULT_MIG_NAMESPACE = "gpu-operator"
 DEFAULT_MIG_CONFIGMAP = "gpustack-mig-parted-config"
+# HAMi v2.10.0 (2026-08-21), the release the chart values gpustack writes were checked against.
+DEFAULT_HAMI_CHART_VERSION = "2.10.0"
+DEFAULT_HAMI_CHART_REPOSITORY = "https://project-hami.github.io/HAMi"
+DEFAULT_HAMI_NAMESPACE = "kube-system"  # where HAMi's own install guide puts it
+DEFAULT_HAMI_SCHEDULER = "hami-scheduler"  # the chart's `schedulerName` default
+KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage version since v0.16
+KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
+DEFAULT_VOLCANO_QUEUE_WEIGHT = 1
 
 
 class SharingStrategy(StrEnum):
@@ -79,6 +87,27 @@ class DevicePlugin:
 class MigManager:
     namespace: str = DEFAULT_MIG_NAMESPACE
     config_map: str = DEFAULT_MIG_CONFIGMAP
+
+
+@dataclass(frozen=True)
+class HamiSettings:
+    """The HAMi Helm release, installed when a pool uses sharing.strategy: hami."""
+
+    chart_version: str = DEFAULT_HAMI_CHART_VERSION
+    repository: str = DEFAULT_HAMI_CHART_REPOSITORY
+    namespace: str = DEFAULT_HAMI_NAMESPACE
+    scheduler_name: str = DEFAULT_HAMI_SCHEDULER
+    path: JsonPath = ("spec", "hami")
+
+
+@dataclass(frozen=True)
+class KueueSettings:
+    api_version: str = KUEUE_V1BETA2
+
+
+@dataclass(frozen=True)
+class VolcanoSettings:
+    binpack: bool = False  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
 
 
 @dataclass(frozen=True)
@@ -169,6 +198,36 @@ class NodePool:
     path: JsonPath
 
 
+PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
+
+
+def _amounts_for(amounts: PoolAmounts, pool: str) -> dict[str, int]:
+    return dict(next((items for name, items in amounts if name == pool), ()))
+
+
+@dataclass(frozen=True)
+class KueueCohort:
+    """The Kueue cohort a tenant's ClusterQueue shares unused quota in, and how much it may borrow and lend."""
+
+    name: str
+    borrowing_limit: PoolAmounts
+    lending_limit: PoolAmounts
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class KueueTenant:
+    cohort: KueueCohort | None
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class VolcanoTenant:
+    weight: int
+    reclaimable: bool
+    path: JsonPath
+
+
 @dataclass(frozen=True)
 class Tenant:
     name: str
@@ -176,11 +235,17 @@ class Tenant:
     pools: tuple[str, ...]
     priority: str
     scheduler: Scheduler
-    quota: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
+    quota: PoolAmounts
     path: JsonPath
+    kueue: KueueTenant | None = None  # only with scheduler: kueue
+    volcano: VolcanoTenant | None = None  # only with scheduler: volcano
 
     def quota_for(self, pool: str) -> dict[str, int]:
-        return dict(next((items for name, items in self.quota if name == pool), ()))
+        return _amounts_for(self.quota, pool)
+
+    @property
+    def cohort(self) -> KueueCohort | None:
+        return self.kueue.cohort if self.kueue is not None else None
 
 
 @dataclass(frozen=True)
@@ -189,6 +254,7 @@ class GpuNeed:
     profile: str | None
     memory: str | None  # Kubernetes quantity
     path: JsonPath
+    cores: int | None = None  # HAMi: percent of each GPU's compute
 
 
 @dataclass(frozen=True)
@@ -253,6 +319,9 @@ class Blueprint:
     source: str = "<blueprint>"  # the file it was read from, for templates resolved relative to it
     # Workload templates (path as written -> text), read by the edge that read the blueprint so compile stays pure.
     templates: tuple[tuple[str, str], ...] = ()
+    hami: HamiSettings = field(default_factory=HamiSettings)
+    kueue: KueueSettings = field(default_factory=KueueSettings)
+    volcano: VolcanoSettings = field(default_factory=VolcanoSettings)
 
     def template_text(self, path: str) -> str | None:
         return dict(self.templates).get(path)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import jinja2
 
 from gpustack.compile.plan import Manifest, Plan
+from gpustack.templating import package_template
 
 FAMILY_DESCRIPTIONS: dict[str, str] = {
     "cluster": "cluster-wide objects",
@@ -24,15 +24,8 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-@cache
 def _template() -> jinja2.Template:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpustack", "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-    )
-    return environment.get_template("output-readme.md.j2")
+    return package_template("output-readme.md.j2")
 
 
 def _describe(manifests: list[Manifest]) -> str:

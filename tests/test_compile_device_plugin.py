@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import subprocess
@@ -13,10 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import blueprint, context
 from upstream_rules import device_plugin_config_errors
 
-from gpustack.build import build_blueprint
-from gpustack.catalog import load_catalog
 from gpustack.compile.device_plugin import (
     DEFAULT_CONFIG_KEY,
     KEY_PATTERN,
@@ -27,9 +25,7 @@ from gpustack.compile.device_plugin import (
 )
 from gpustack.compile.labels import POOL_LABEL
 from gpustack.compile.plan import HelmRelease
-from gpustack.context import Context
 from gpustack.model import Blueprint
-from gpustack.validation import validate_text
 
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO.parent / "shared" / "conformance"
@@ -56,23 +52,6 @@ def mig(strategy: str, layout: dict[str, int]) -> dict:
 
 
 HAMI = {"strategy": "hami", "hami": {"splitCount": 4}}
-
-
-def blueprint(*pools: dict, **spec: Any) -> Blueprint:
-    """A blueprint from plain data, checked to be valid first: compile only ever sees valid ones."""
-    data = {
-        "apiVersion": "gpustack.io/v1alpha1",
-        "kind": "ClusterBlueprint",
-        "metadata": {"name": "test"},
-        "spec": {"kubernetes": {"version": "1.31"}, **spec, "nodePools": list(pools)},
-    }
-    result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
-    assert result.ok, [d.message for d in result.diagnostics]
-    return build_blueprint(data)
-
-
-def context(bp: Blueprint) -> Context:
-    return Context(bp, load_catalog())
 
 
 def release(bp: Blueprint) -> HelmRelease:

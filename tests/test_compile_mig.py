@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from builders import blueprint, context
 from upstream_rules import mig_parted_config_errors, mig_profile_error
 
-from gpustack.build import build_blueprint
-from gpustack.catalog import load_catalog
 from gpustack.compile.mig import compile_mig, mig_config_label
 from gpustack.compile.plan import FamilyOutput
-from gpustack.context import Context
 from gpustack.mig import check_layout
 from gpustack.model import Blueprint
-from gpustack.validation import validate_text
 
 CONFORMANCE = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 DEFAULT_MIG_PARTED = CONFORMANCE / "default-mig-parted-config.yaml"
@@ -38,22 +34,6 @@ def mig(strategy: str, layout: dict[str, int] | None = None, groups: list[dict] 
     else:
         block["layout"] = layout
     return {"strategy": "mig", "mig": block}
-
-
-def blueprint(*pools: dict, **spec: Any) -> Blueprint:
-    data = {
-        "apiVersion": "gpustack.io/v1alpha1",
-        "kind": "ClusterBlueprint",
-        "metadata": {"name": "test"},
-        "spec": {"kubernetes": {"version": "1.31"}, **spec, "nodePools": list(pools)},
-    }
-    result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
-    assert result.ok, [d.message for d in result.diagnostics]
-    return build_blueprint(data)
-
-
-def context(bp: Blueprint) -> Context:
-    return Context(bp, load_catalog())
 
 
 @functools.cache

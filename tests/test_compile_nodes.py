@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import re
 import shutil
@@ -14,16 +13,14 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import blueprint, context
 
-from gpustack.build import build_blueprint
-from gpustack.catalog import load_catalog
 from gpustack.compile.device_plugin import compile_device_plugin
 from gpustack.compile.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.compile.mig import compile_mig
 from gpustack.compile.nodes import compile_nodes, node_labels, node_taints
 from gpustack.context import Context
 from gpustack.model import Blueprint
-from gpustack.validation import validate_text
 
 LABEL_VALUE_MAX = 63
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # format-spec.md `label-value`
@@ -31,22 +28,6 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # fo
 
 def pool(name: str, model: str = "L4", *, nodes: list[str], **extra: Any) -> dict:
     return {"name": name, "gpu": {"model": model, "count": 8}, "nodes": nodes, **extra}
-
-
-def blueprint(*pools: dict) -> Blueprint:
-    data = {
-        "apiVersion": "gpustack.io/v1alpha1",
-        "kind": "ClusterBlueprint",
-        "metadata": {"name": "test"},
-        "spec": {"kubernetes": {"version": "1.31"}, "nodePools": list(pools)},
-    }
-    result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
-    assert result.ok, [d.message for d in result.diagnostics]
-    return build_blueprint(data)
-
-
-def context(bp: Blueprint) -> Context:
-    return Context(bp, load_catalog())
 
 
 @functools.cache

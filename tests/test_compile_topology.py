@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
+from builders import blueprint
 
-from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.compile.topology import compile_topology
 from gpustack.context import Context
 from gpustack.model import Blueprint
-from gpustack.validation import validate_text
 
 # KubeletConfiguration (kubelet.config.k8s.io/v1beta1) fields this family may write.
 KUBELET_FIELDS = {"apiVersion", "kind", "topologyManagerPolicy", "topologyManagerScope", "cpuManagerPolicy"}
@@ -23,18 +21,6 @@ def pool(name: str, nodes: list[str], topology: dict | None = None) -> dict:
     if topology is not None:
         data["topology"] = topology
     return data
-
-
-def blueprint(*pools: dict) -> Blueprint:
-    data = {
-        "apiVersion": "gpustack.io/v1alpha1",
-        "kind": "ClusterBlueprint",
-        "metadata": {"name": "test"},
-        "spec": {"kubernetes": {"version": "1.31"}, "nodePools": list(pools)},
-    }
-    result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
-    assert result.ok, [d.message for d in result.diagnostics]
-    return build_blueprint(data)
 
 
 def artifacts(bp: Blueprint) -> dict[str, str]:

@@ -65,7 +65,7 @@ def mutated_blueprints(draw: st.DrawFn) -> Any:
         elif action == "rename" and isinstance(parent, dict):
             parent[draw(st.sampled_from(["nodes", "pools", "name", "x-typo", "strategy", "count"]))] = parent.pop(key)
         elif action == "copy":
-            donor = parent_of(data, draw(st.sampled_from(targets)) + ("_",))
+            donor = parent_of(data, (*draw(st.sampled_from(targets)), "_"))
             parent[key] = copy.deepcopy(donor)
     return data
 

@@ -11,6 +11,7 @@ import jinja2
 from gpustack.review import formatting
 from gpustack.review.data import review_data
 from gpustack.review.review import Review
+from gpustack.templating import package_environment
 
 MAX_DIFF_LINES = 200  # per object in markdown; the terminal and JSON get every line
 MAX_DIFF_CHARS = 40_000  # all diffs of one comment together, to start with
@@ -25,14 +26,7 @@ FILTERS = (
 
 @cache
 def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpustack", "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    environment = package_environment()
     for name in FILTERS:
         environment.filters[name] = getattr(formatting, name)
     environment.filters["html"] = formatting.escape_html

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import jinja2
@@ -14,6 +13,7 @@ from gpustack.simulate import Simulation
 from gpustack.simulate.hints import Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
 from gpustack.simulate.quota import format_quantity
+from gpustack.templating import package_template
 
 # (document, path) -> where it is: document is "blueprint" or "scenario".
 Locate = Callable[[str, JsonPath], Span | None]
@@ -158,17 +158,8 @@ def format_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-@cache
 def _template() -> jinja2.Template:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpustack", "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return environment.get_template("simulate-report.txt.j2")
+    return package_template("simulate-report.txt.j2")
 
 
 def format_text(data: dict[str, Any]) -> str:

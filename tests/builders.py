@@ -1,0 +1,29 @@
+"""Test support: valid blueprints from plain data, and their compile context."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpustack.build import build_blueprint
+from gpustack.catalog import load_catalog
+from gpustack.context import Context
+from gpustack.model import Blueprint
+from gpustack.validation import validate_text
+
+
+def blueprint(*pools: dict, **spec: Any) -> Blueprint:
+    """A blueprint from plain data, checked to be valid first: compile only ever sees valid ones."""
+    data = {
+        "apiVersion": "gpustack.io/v1alpha1",
+        "kind": "ClusterBlueprint",
+        "metadata": {"name": "test"},
+        "spec": {"kubernetes": {"version": "1.31"}, **spec, "nodePools": list(pools)},
+    }
+    result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
+    assert result.ok, [d.message for d in result.diagnostics]
+    return build_blueprint(data)
+
+
+def context(bp: Blueprint) -> Context:
+    return Context(bp, load_catalog())
