@@ -13,14 +13,24 @@ from gpustack.model import (
     DEFAULT_CHART_REPOSITORY,
     DEFAULT_CHART_VERSION,
     DEFAULT_DEVICE_PLUGIN_NAMESPACE,
+    DEFAULT_HAMI_CHART_REPOSITORY,
+    DEFAULT_HAMI_CHART_VERSION,
+    DEFAULT_HAMI_NAMESPACE,
+    DEFAULT_HAMI_SCHEDULER,
     DEFAULT_MIG_CONFIGMAP,
     DEFAULT_MIG_NAMESPACE,
+    DEFAULT_VOLCANO_QUEUE_WEIGHT,
+    KUEUE_V1BETA2,
     Blueprint,
     DevicePlugin,
     DevicePluginFlags,
     GpuNeed,
     GpuRef,
+    HamiSettings,
     HamiSharing,
+    KueueCohort,
+    KueueSettings,
+    KueueTenant,
     MigGroup,
     MigManager,
     MigSharing,
@@ -37,6 +47,8 @@ from gpustack.model import (
     Taint,
     Tenant,
     Topology,
+    VolcanoSettings,
+    VolcanoTenant,
     Workload,
     WorkloadKind,
 )
@@ -56,6 +68,18 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         tenants=tuple(_tenant(t, ("spec", "tenants", i)) for i, t in enumerate(spec.get("tenants", []))),
         workloads=tuple(_workload(w, ("spec", "workloads", i)) for i, w in enumerate(spec.get("workloads", []))),
         source=source,
+        hami=_hami(spec.get("hami", {})),
+        kueue=KueueSettings(api_version=spec.get("kueue", {}).get("apiVersion", KUEUE_V1BETA2)),
+        volcano=VolcanoSettings(binpack=spec.get("volcano", {}).get("binpack", False)),
+    )
+
+
+def _hami(data: Data) -> HamiSettings:
+    return HamiSettings(
+        chart_version=data.get("chartVersion", DEFAULT_HAMI_CHART_VERSION),
+        repository=data.get("repository", DEFAULT_HAMI_CHART_REPOSITORY),
+        namespace=data.get("namespace", DEFAULT_HAMI_NAMESPACE),
+        scheduler_name=data.get("schedulerName", DEFAULT_HAMI_SCHEDULER),
     )
 
 
@@ -157,14 +181,43 @@ def _mig(data: Data, path: JsonPath) -> MigSharing:
     return MigSharing(strategy=MigStrategy(data["strategy"]), groups=groups, path=path)
 
 
+def _amounts(data: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    return tuple((pool, _pairs(items)) for pool, items in (data or {}).items())
+
+
 def _tenant(data: Data, path: JsonPath) -> Tenant:
+    kueue = data.get("kueue")
+    volcano = data.get("volcano")
     return Tenant(
         name=data["name"],
         namespaces=tuple(data["namespaces"]),
         pools=tuple(data["pools"]),
         priority=data.get("priority", "normal"),
         scheduler=Scheduler(data.get("scheduler", "default")),
-        quota=tuple((pool, _pairs(items)) for pool, items in data.get("quota", {}).items()),
+        quota=_amounts(data.get("quota")),
+        path=path,
+        kueue=None if kueue is None else _kueue_tenant(kueue, (*path, "kueue")),
+        volcano=None
+        if volcano is None
+        else VolcanoTenant(
+            weight=volcano.get("weight", DEFAULT_VOLCANO_QUEUE_WEIGHT),
+            reclaimable=volcano.get("reclaimable", True),
+            path=(*path, "volcano"),
+        ),
+    )
+
+
+def _kueue_tenant(data: Data, path: JsonPath) -> KueueTenant:
+    cohort = data.get("cohort")
+    return KueueTenant(
+        cohort=None
+        if cohort is None
+        else KueueCohort(
+            name=cohort["name"],
+            borrowing_limit=_amounts(cohort.get("borrowingLimit")),
+            lending_limit=_amounts(cohort.get("lendingLimit")),
+            path=(*path, "cohort"),
+        ),
         path=path,
     )
 
@@ -188,7 +241,11 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         args=tuple(data.get("args", ())),
         env=_pairs(data.get("env")),
         gpu=GpuNeed(
-            count=gpu.get("count", 1), profile=gpu.get("profile"), memory=gpu.get("memory"), path=(*path, "gpu")
+            count=gpu.get("count", 1),
+            profile=gpu.get("profile"),
+            memory=gpu.get("memory"),
+            path=(*path, "gpu"),
+            cores=gpu.get("cores"),
         ),
         cpu=_text(resources.get("cpu")),
         memory=resources.get("memory"),

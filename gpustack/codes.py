@@ -43,6 +43,7 @@ CODES: dict[str, str] = {
     "GS404": "time-slicing lets workloads oversubscribe GPU memory",
     "GS405": "MPS without GPU Feature Discovery",
     "GS406": "a pool sets a label gpustack owns",
+    "GS409": "HAMi pools with different HAMi settings",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
     "GS501": "a tenant quota above what the pool has",
     "GS502": "a quota on a resource the pool does not advertise",
@@ -51,6 +52,10 @@ CODES: dict[str, str] = {
     "GS505": "a tenant's templates need more than its quota",
     "GS506": "quotas on pools that advertise the same resource name",
     "GS507": "a per-namespace quota repeated across a tenant's namespaces",
+    "GS508": "a Kueue tenant's pool without nodeResources for the ClusterQueue's cpu and memory",
+    "GS509": "a Volcano tenant named like a queue Volcano owns (default, root)",
+    "GS510": "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
+    "GS511": "a Kueue lending limit above the tenant's nominal quota",
     # workloads (gpustack.checks.workloads, gpustack.compile.workloads)
     "GS601": "a GPU need the workload's pool cannot meet",
     "GS602": "CUDA_VISIBLE_DEVICES set by hand",
@@ -58,9 +63,11 @@ CODES: dict[str, str] = {
     "GS604": "a VolcanoJob for a tenant that does not use Volcano",
     "GS605": "a workload template file cannot be read",
     "GS606": "a workload template does not render to a valid object",
+    "GS607": "a VolcanoJob on a HAMi pool",
     # isolation (gpustack.checks.isolation)
     "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
     "GS702": "a NoExecute taint",
+    "GS703": "a HAMi pool shared by tenants: its isolation is bypassable",
     # cluster (gpustack.checks.cluster)
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",

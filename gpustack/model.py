@@ -201,7 +201,7 @@ class NodePool:
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
 
 
-def _amounts_for(amounts: PoolAmounts, pool: str) -> dict[str, int]:
+def amounts_for(amounts: PoolAmounts, pool: str) -> dict[str, int]:
     return dict(next((items for name, items in amounts if name == pool), ()))
 
 
@@ -241,7 +241,7 @@ class Tenant:
     volcano: VolcanoTenant | None = None  # only with scheduler: volcano
 
     def quota_for(self, pool: str) -> dict[str, int]:
-        return _amounts_for(self.quota, pool)
+        return amounts_for(self.quota, pool)
 
     @property
     def cohort(self) -> KueueCohort | None:

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from gpustack.catalog import GpuModel
 from gpustack.model import MigStrategy, NodePool, SharingStrategy, Workload
-from gpustack.offers import GPU, HAMI_MEMORY, Isolation, Offer
+from gpustack.offers import GPU, HAMI_CORES, HAMI_MEMORY, Isolation, Offer
 from gpustack.quantity import GIB, MIB, format_gib, parse_quantity
 
 
@@ -33,15 +33,29 @@ class Requests:
 class Unfit:
     reason: str
     hint: str
+    field: str | None = None  # the gpu field at fault when it is not the one that picked the unit (count, ...)
 
 
 def resolve_need(workload: Workload, pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> Requests | Unfit:
     need = workload.gpu
+    hami = pool.sharing.strategy is SharingStrategy.HAMI
+    if need.cores is not None and not hami:
+        return Unfit(
+            f"asks for gpu.cores ({need.cores}% of each GPU's compute), which only a HAMi pool can give; "
+            f"pool '{pool.name}' uses sharing strategy {pool.sharing.strategy}",
+            "drop gpu.cores, or place the workload on a pool with sharing.strategy: hami",
+            field="cores",
+        )
     if need.profile is not None:
-        return _by_profile(need.profile, need.count, pool, model, offers)
-    if need.memory is not None:
-        return _by_memory(parse_quantity(need.memory), need.count, pool, model, offers)
-    return _by_count(need.count, pool, offers)
+        result = _by_profile(need.profile, need.count, pool, model, offers)
+    elif need.memory is not None:
+        result = _by_memory(parse_quantity(need.memory), need.count, pool, model, offers)
+    else:
+        result = _by_count(need.count, pool, offers)
+    if isinstance(result, Requests) and need.cores is not None:
+        # HAMi reads gpucores per GPU, beside the count (and gpumem) the need already resolved to.
+        return Requests((*result.items, (HAMI_CORES, need.cores)))
+    return result
 
 
 def _profiles_offered(offers: tuple[Offer, ...]) -> list[Offer]:

@@ -22,9 +22,10 @@ def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
 
 
 def test_valid_examples_exit_zero() -> None:
-    code, out, _ = run("validate", *map(str, sorted(BLUEPRINTS.glob("*.yaml"))))
+    examples = sorted(BLUEPRINTS.glob("*.yaml"))
+    code, out, _ = run("validate", *map(str, examples))
     assert code == 0, out
-    assert "3 files valid" in out
+    assert f"{len(examples)} files valid" in out
 
 
 def test_invalid_blueprint_shows_position_source_caret_and_hint() -> None:

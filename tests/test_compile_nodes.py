@@ -68,7 +68,8 @@ def test_labels_tie_nodes_to_pool_configs() -> None:
         },
         "training": {POOL_LABEL: "training", DEVICE_PLUGIN_CONFIG_LABEL: "whole-gpu", MIG_CONFIG_LABEL: "all-disabled"},
         "dev": {POOL_LABEL: "dev", DEVICE_PLUGIN_CONFIG_LABEL: "time-slicing-4"},
-        "hami": {POOL_LABEL: "hami"},
+        # HAMi's device plugin selects its nodes by gpu=on and gpustack's own HAMi label (compile/hami.py).
+        "hami": {POOL_LABEL: "hami", "gpu": "on", "gpustack.io/device-plugin": "hami"},
     }
 
 
@@ -208,7 +209,8 @@ def test_script_quotes_what_the_shell_would_interpret(tmp_path: Path) -> None:
     (artifact,) = compile_nodes(ctx).artifacts
     calls = run_script(artifact.text, tmp_path)
     assert calls == expected_calls(ctx)
-    assert ["label", "node", "$HOME", "gpustack.io/pool=hami", "note=a b;$(touch pwned)'\"", "--overwrite"] in calls
+    hami = ["gpustack.io/pool=hami", "gpu=on", "gpustack.io/device-plugin=hami"]
+    assert ["label", "node", "$HOME", *hami, "note=a b;$(touch pwned)'\"", "--overwrite"] in calls
     assert not (tmp_path / "pwned").exists()
 
 

@@ -376,7 +376,7 @@ def test_volcano_job_gangs_all_workers() -> None:
     job = main_object(compiled(), "ddp")
     spec = job["spec"]
     assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
-    assert spec["schedulerName"] == "volcano" and spec["queue"] == "default"
+    assert spec["schedulerName"] == "volcano" and spec["queue"] == "research"  # the tenant's Queue
     assert spec["minAvailable"] == 4
     [task] = spec["tasks"]
     assert task["name"] == "worker" and task["replicas"] == 4

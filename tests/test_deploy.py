@@ -272,9 +272,14 @@ def test_stages_wait_for_what_they_need(harness: Harness) -> None:
     # Node labels name the MIG config, which the GPU Operator looks up at once: the ConfigMap comes first.
     assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy"} for node in nodes)
     assert deps("gs-nvidia-device-plugin") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
-    everything_before = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin"} | nodes
+    charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin"} | nodes
+    # The Volcano Queue after the charts (which bring CRDs), the workloads (and the Volcano Job) after the queue.
+    assert deps("gs-custom-resources") == charts_done
+    everything_before = charts_done | {"gs-custom-resources"}
     assert deps("gs-workloads") == everything_before
-    assert deps("gs-custom-workloads") == everything_before  # the Volcano Job after the charts (CRDs)
+    assert deps("gs-custom-workloads") == everything_before
+    queues = harness.named("gs-custom-resources").inputs["objs"]
+    assert [(o["apiVersion"], o["kind"]) for o in queues] == [("scheduling.volcano.sh/v1beta1", "Queue")]
     volcano = harness.named("gs-custom-workloads").inputs["objs"]
     assert [o["apiVersion"] for o in volcano] == ["batch.volcano.sh/v1alpha1"]
 
@@ -286,12 +291,19 @@ def test_groups_follow_kind_and_api_group_only() -> None:
         ("v1", "Namespace"): "namespaces",
         ("scheduling.k8s.io/v1", "PriorityClass"): "cluster",
         ("v1", "ConfigMap"): "cluster",
+        # Admission policies: built in, cluster-wide, in place before any pod they check.
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): "cluster",
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): "cluster",
         ("v1", "LimitRange"): "tenancy",
         ("v1", "ResourceQuota"): "tenancy",
         ("apps/v1", "Deployment"): "workloads",
         ("apps/v1", "StatefulSet"): "workloads",
         ("v1", "Service"): "workloads",
         ("batch/v1", "Job"): "workloads",
+        # multi-tenant's vision tenant queues through Kueue: CRD-backed, so after the charts.
+        ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "custom-resources",
+        ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "custom-resources",
+        ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "custom-resources",
     }
     queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}
     local_queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "q"}}
@@ -358,8 +370,9 @@ def test_an_invalid_blueprint_fails_with_the_validate_text_and_registers_nothing
 
 
 def test_warnings_are_logged_and_do_not_stop_the_apply(harness: Harness) -> None:
-    cluster(harness, BLUEPRINTS / "multi-tenant.yaml")
-    assert any("warning[GS507]" in w for w in harness.warnings)
+    # The shipped examples are warning-free; this case carries one warning (GS506) and nothing else.
+    cluster(harness, CASES / "invalid" / "shared-resource-name.yaml")
+    assert any("warning[GS506]" in w for w in harness.warnings)
     assert harness.of_type(CHART)
 
 

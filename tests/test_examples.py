@@ -15,6 +15,7 @@ EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 def test_the_required_examples_exist() -> None:
     names = {p.name for p in EXAMPLES}
     assert {"quickstart.yaml", "seed-article.yaml", "multi-tenant.yaml"} <= names
+    assert {"kueue.yaml", "volcano.yaml", "hami.yaml"} <= names  # one example per scheduler integration
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -40,3 +41,18 @@ def test_seed_article_covers_every_practice() -> None:
     assert all(pool.taints for pool in blueprint.pools), "multi-level pools are tainted"
     assert any(pool.topology is not None for pool in blueprint.pools)
     assert any(w.serve is not None for w in blueprint.workloads)
+
+
+@pytest.mark.parametrize(
+    ("example", "strategy", "scheduler"),
+    [("kueue.yaml", None, "kueue"), ("volcano.yaml", None, "volcano"), ("hami.yaml", "hami", None)],
+)
+def test_each_integration_example_uses_its_integration(
+    example: str, strategy: str | None, scheduler: str | None
+) -> None:
+    blueprint = validate_path(BLUEPRINTS / example).blueprint
+    assert blueprint is not None
+    if strategy is not None:
+        assert any(pool.sharing.strategy.value == strategy for pool in blueprint.pools)
+    if scheduler is not None:
+        assert all(tenant.scheduler.value == scheduler for tenant in blueprint.tenants)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gpustack.catalog import Catalog
-from gpustack.checks import cluster, hardware, isolation, references, sharing, tenancy, workloads
+from gpustack.checks import cluster, hardware, isolation, references, schedulers, sharing, tenancy, workloads
 from gpustack.context import Context, Locate
 from gpustack.diagnostic import Diagnostic, sort_diagnostics
 from gpustack.model import Blueprint
@@ -17,6 +17,7 @@ RULES: tuple[Rule, ...] = (
     *hardware.RULES,
     *sharing.RULES,
     *tenancy.RULES,
+    *schedulers.RULES,
     *workloads.RULES,
     *isolation.RULES,
     *cluster.RULES,

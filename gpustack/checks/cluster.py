@@ -1,4 +1,4 @@
-"""Cluster-wide settings: a pinned chart and a Kubernetes version gpustack knows (GS801-GS802)."""
+"""Cluster-wide settings: pinned charts and a Kubernetes version gpustack knows (GS801-GS803)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.model import SharingStrategy
 
 _PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
 OLDEST_MINOR = 25
@@ -15,15 +16,18 @@ ADMISSION_POLICY_MINOR = 30
 
 
 def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
-    version = ctx.blueprint.device_plugin.chart_version
-    if not _PINNED.match(version):
-        yield ctx.error(
-            "GS801",
-            ("spec", "devicePlugin", "chartVersion"),
-            f"device plugin chart version '{version}' is not pinned",
-            'name an exact release such as "0.20.0": a floating version changes the plugin under running '
-            "workloads on the next install, and the same blueprint stops meaning the same cluster",
-        )
+    charts = [("device plugin", ("spec", "devicePlugin", "chartVersion"), ctx.blueprint.device_plugin.chart_version)]
+    if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools):
+        charts.append(("HAMi", (*ctx.blueprint.hami.path, "chartVersion"), ctx.blueprint.hami.chart_version))
+    for what, path, version in charts:
+        if not _PINNED.match(version):
+            yield ctx.error(
+                "GS801",
+                path,
+                f"{what} chart version '{version}' is not pinned",
+                'name an exact release such as "0.20.0": a floating version changes the plugin under running '
+                "workloads on the next install, and the same blueprint stops meaning the same cluster",
+            )
 
 
 def check_kubernetes_version(ctx: Context) -> Iterator[Diagnostic]:

@@ -1,4 +1,4 @@
-"""Taints that keep the right pods off the right nodes (GS701-GS702)."""
+"""Taints that keep the right pods off the right nodes, and sharing that isolates less than it seems (GS701-GS703)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.model import SharingStrategy
 
 
 def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -38,4 +39,21 @@ def check_no_execute(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
-RULES = (check_gpu_taint_on_dedicated_pool, check_no_execute)
+def check_hami_pool_shared_by_tenants(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        users = ctx.tenants_by_pool.get(pool.name, [])
+        if pool.sharing.strategy is not SharingStrategy.HAMI or len(users) < 2:
+            continue
+        yield ctx.warning(
+            "GS703",
+            (*pool.sharing.path, "strategy"),
+            f"pool '{pool.name}' shares its GPUs between tenants {', '.join(repr(u) for u in users)} through HAMi, "
+            "whose memory and compute limits are enforced inside each container by a CUDA library (HAMi-core), not "
+            "by the GPU: a process that calls the CUDA driver API or NVML directly, or sets CUDA_DISABLE_CONTROL, "
+            "is not limited and can take the memory or compute of another tenant's pod on the same GPU",
+            "use HAMi to share GPUs within one tenant; give each tenant its own HAMi pool, or use MIG where "
+            "tenants must share a GPU with hardware isolation",
+        )
+
+
+RULES = (check_gpu_taint_on_dedicated_pool, check_no_execute, check_hami_pool_shared_by_tenants)

@@ -7,6 +7,17 @@ from collections.abc import Iterable, Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
+from gpustack.model import PoolAmounts, Tenant
+
+
+def tenant_amounts(tenant: Tenant) -> list[tuple[str, PoolAmounts, JsonPath]]:
+    """Every per-pool map of a tenant (its quota, its Kueue borrowing and lending limits), named and located."""
+    found: list[tuple[str, PoolAmounts, JsonPath]] = [("quota", tenant.quota, (*tenant.path, "quota"))]
+    cohort = tenant.cohort
+    if cohort is not None:
+        found.append(("borrowing limit", cohort.borrowing_limit, (*cohort.path, "borrowingLimit")))
+        found.append(("lending limit", cohort.lending_limit, (*cohort.path, "lendingLimit")))
+    return found
 
 
 def _did_you_mean(name: str, choices: Iterable[str]) -> str:
@@ -84,15 +95,16 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
                     f"tenant '{tenant.name}' names pool '{pool}', which is not defined",
                     _did_you_mean(pool, pools),
                 )
-        for pool, _ in tenant.quota:
-            if pool not in pools:
-                yield ctx.error(
-                    "GS204",
-                    (*tenant.path, "quota", pool),
-                    f"tenant '{tenant.name}' has a quota on pool '{pool}', which is not defined",
-                    _did_you_mean(pool, pools),
-                    key=True,
-                )
+        for what, amounts, path in tenant_amounts(tenant):
+            for pool, _ in amounts:
+                if pool not in pools:
+                    yield ctx.error(
+                        "GS204",
+                        (*path, pool),
+                        f"tenant '{tenant.name}' has a {what} on pool '{pool}', which is not defined",
+                        _did_you_mean(pool, pools),
+                        key=True,
+                    )
     for workload in bp.workloads:
         if workload.pool not in pools:
             yield ctx.error(

@@ -1,16 +1,24 @@
-"""Sharing rules the device plugin enforces at run time, caught before apply (GS401-GS406)."""
+"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS406, GS409)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
 
+from gpustack.compile.labels import HAMI_NODE_LABELS
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import SharingStrategy
+from gpustack.model import HamiSharing, SharingStrategy
 from gpustack.quantity import GIB, format_gib, parse_quantity
 
-OWNED_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "gpustack.io/pool")
+OWNED_LABELS = (
+    "nvidia.com/device-plugin.config",
+    "nvidia.com/mig.config",
+    "gpustack.io/pool",
+    "gpustack.io/device-plugin",
+)
+# HAMi's settings and their names in the blueprint; HAMi's chart takes one value of each for the whole cluster.
+HAMI_SETTINGS = (("split_count", "splitCount"), ("memory_scaling", "memoryScaling"), ("core_scaling", "coreScaling"))
 
 
 def check_mps_with_mig(ctx: Context) -> Iterator[Diagnostic]:
@@ -98,8 +106,11 @@ def check_mps_needs_gfd(ctx: Context) -> Iterator[Diagnostic]:
 
 def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
+        owned = set(OWNED_LABELS)
+        if pool.sharing.strategy is SharingStrategy.HAMI:
+            owned |= set(HAMI_NODE_LABELS)  # gpu=on: what HAMi's device plugin selects its nodes by
         for key, _ in pool.labels:
-            if key in OWNED_LABELS:
+            if key in owned:
                 yield ctx.error(
                     "GS406",
                     (*pool.path, "labels", key),
@@ -110,4 +121,32 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
-RULES = (check_mps_with_mig, check_replicas, check_memory_oversubscription, check_mps_needs_gfd, check_owned_labels)
+def check_hami_settings_agree(ctx: Context) -> Iterator[Diagnostic]:
+    first: tuple[str, HamiSharing] | None = None
+    for pool in ctx.blueprint.pools:
+        if pool.sharing.strategy is not SharingStrategy.HAMI:
+            continue
+        hami = pool.sharing.hami or HamiSharing()
+        if first is None:
+            first = (pool.name, hami)
+            continue
+        for attribute, name in HAMI_SETTINGS:
+            mine, theirs = getattr(hami, attribute), getattr(first[1], attribute)
+            if mine != theirs:
+                yield ctx.error(
+                    "GS409",
+                    (*pool.sharing.path, "hami", name) if pool.sharing.hami is not None else pool.sharing.path,
+                    f"HAMi pools '{first[0]}' and '{pool.name}' differ in {name} ({theirs} and {mine}): gpustack "
+                    "installs one HAMi release, whose device plugin takes one value for every HAMi node",
+                    f"give every HAMi pool the same {name}",
+                )
+
+
+RULES = (
+    check_mps_with_mig,
+    check_replicas,
+    check_memory_oversubscription,
+    check_mps_needs_gfd,
+    check_owned_labels,
+    check_hami_settings_agree,
+)

@@ -4,52 +4,55 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.checks.references import tenant_amounts
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.model import Scheduler
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import full_resource_name, offer_for
 
 
 def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
-        for pool_name, items in tenant.quota:
-            pool = ctx.pools.get(pool_name)
-            if pool is None:
-                continue
-            path = (*tenant.path, "quota", pool_name)
-            if pool_name not in tenant.pools:
-                yield ctx.error(
-                    "GS503",
-                    path,
-                    f"tenant '{tenant.name}' has a quota on pool '{pool_name}' but is not allowed on it",
-                    f"add '{pool_name}' to the tenant's pools, or drop the quota",
-                    key=True,
-                )
-            offers = ctx.offers[pool_name]
-            if not offers:
-                continue
-            nodes = len(pool.nodes)
-            for resource, amount in items:
-                offer = offer_for(offers, full_resource_name(resource))
-                if offer is None:
-                    advertised = ", ".join(o.short_name for o in offers)
+        for what, amounts, base in tenant_amounts(tenant):
+            for pool_name, items in amounts:
+                pool = ctx.pools.get(pool_name)
+                if pool is None:
+                    continue
+                path = (*base, pool_name)
+                if pool_name not in tenant.pools:
                     yield ctx.error(
-                        "GS502",
-                        (*path, resource),
-                        f"quota names '{resource}', which pool '{pool_name}' does not advertise",
-                        f"pool '{pool_name}' advertises {advertised}",
+                        "GS503",
+                        path,
+                        f"tenant '{tenant.name}' has a {what} on pool '{pool_name}' but is not allowed on it",
+                        f"add '{pool_name}' to the tenant's pools, or drop the {what}",
                         key=True,
                     )
+                offers = ctx.offers[pool_name]
+                if not offers:
                     continue
-                capacity = offer.per_node * nodes
-                if amount > capacity:
-                    yield ctx.warning(
-                        "GS501",
-                        (*path, resource),
-                        f"tenant '{tenant.name}' may use {amount} {offer.resource} in pool '{pool_name}', but the pool "
-                        f"has only {capacity} ({nodes} node(s) x {offer.per_node})",
-                        f"lower the quota to at most {capacity}, or add nodes to the pool",
-                    )
+                nodes = len(pool.nodes)
+                for resource, amount in items:
+                    offer = offer_for(offers, full_resource_name(resource))
+                    if offer is None:
+                        advertised = ", ".join(o.short_name for o in offers)
+                        yield ctx.error(
+                            "GS502",
+                            (*path, resource),
+                            f"{what} names '{resource}', which pool '{pool_name}' does not advertise",
+                            f"pool '{pool_name}' advertises {advertised}",
+                            key=True,
+                        )
+                        continue
+                    capacity = offer.per_node * nodes
+                    if what == "quota" and amount > capacity:
+                        yield ctx.warning(
+                            "GS501",
+                            (*path, resource),
+                            f"tenant '{tenant.name}' may use {amount} {offer.resource} in pool '{pool_name}', but the "
+                            f"pool has only {capacity} ({nodes} node(s) x {offer.per_node})",
+                            f"lower the quota to at most {capacity}, or add nodes to the pool",
+                        )
 
 
 def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
@@ -104,6 +107,8 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
 
 def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
+        if tenant.scheduler is Scheduler.KUEUE:
+            continue  # its ClusterQueue has a ResourceFlavor per pool: each pool's amount is enforced on its own
         by_resource: dict[str, list[str]] = {}
         for pool_name, _ in tenant.quota:
             for offer in ctx.offers.get(pool_name, ()):
@@ -116,8 +121,9 @@ def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
                     f"tenant '{tenant.name}' has quotas on pools {', '.join(repr(p) for p in pools)}, which all "
                     f"advertise {resource}: a ResourceQuota counts them together, "
                     "so per-pool amounts cannot be enforced",
-                    "gpustack writes the sum as the namespace quota; for per-pool (per GPU model) limits use the "
-                    "Kueue integration (tenant scheduler: kueue), whose ResourceFlavors tell the pools apart",
+                    "gpustack writes the sum as the namespace quota. Per-pool (per GPU model) quota is enforceable "
+                    "with the Kueue integration: set the tenant's scheduler: kueue, and gpustack gives its "
+                    "ClusterQueue a ResourceFlavor per pool, so each pool's amount is enforced on its own",
                     key=True,
                 )
 

@@ -1,4 +1,4 @@
-"""Workload templates ask for what their pool can actually give (GS601-GS604)."""
+"""Workload templates ask for what their pool can actually give (GS601-GS604, GS607)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
         if isinstance(result, Unfit):
             need = workload.gpu
             # count is only defaulted when profile or memory is written, so the field named here always exists
-            field = "profile" if need.profile else "memory" if need.memory else "count"
+            field = result.field or ("profile" if need.profile else "memory" if need.memory else "count")
             path = (*need.path, field)
             yield ctx.error("GS601", path, f"workload '{workload.name}' {result.reason}", result.hint)
 
@@ -74,4 +74,29 @@ def check_volcano_scheduler(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_gpu_need_fits_pool, check_cuda_visible_devices, check_shared_request_size, check_volcano_scheduler)
+def check_volcano_job_on_hami_pool(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        if (
+            workload.kind is WorkloadKind.VOLCANO_JOB
+            and pool is not None
+            and pool.sharing.strategy is SharingStrategy.HAMI
+        ):
+            yield ctx.error(
+                "GS607",
+                (*workload.path, "pool"),
+                f"workload '{workload.name}' is a VolcanoJob on HAMi pool '{pool.name}': Volcano schedules a Volcano "
+                "Job's pods, and only HAMi's scheduler knows which share of which GPU is free (gpumem and gpucores "
+                "are not node resources), so the pods would be placed blind or not at all",
+                "run it as a Job or Deployment on the HAMi pool (gpustack gives it HAMi's scheduler), or as a "
+                "VolcanoJob on a pool that does not use HAMi",
+            )
+
+
+RULES = (
+    check_gpu_need_fits_pool,
+    check_cuda_visible_devices,
+    check_shared_request_size,
+    check_volcano_scheduler,
+    check_volcano_job_on_hami_pool,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile import device_plugin, mig, nodes, tenants, topology, workloads
+from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano, workloads
 from gpustack.compile.plan import FamilyOutput, Manifest, Plan
 from gpustack.context import Context
 from gpustack.model import Blueprint
@@ -19,6 +19,10 @@ FAMILIES: tuple[Family, ...] = (
     nodes.compile_nodes,
     topology.compile_topology,
     workloads.compile_workloads,
+    admission.compile_admission,
+    kueue.compile_kueue,
+    volcano.compile_volcano,
+    hami.compile_hami,
 )
 
 # Apply order: what others refer to comes first (namespaces before what lives in them,

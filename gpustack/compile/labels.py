@@ -14,6 +14,19 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_DISABLED_CONFIG = "all-disabled"
 FIELD_MANAGER = "gpustack"
 MAX_LABEL_VALUE = 63
+# Kueue: the label that sends a workload to a LocalQueue, and the LocalQueue gpustack makes in each tenant
+# namespace. Named `default` on purpose: Kueue (LocalQueueDefaulting, on by default since v0.12) sends
+# workloads that carry no queue label to the namespace's LocalQueue named `default`.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_LOCAL_QUEUE = "default"
+# Volcano: the scheduler name its chart installs, and the pod annotation that picks a Queue for pods that are
+# not part of a Volcano Job (Volcano makes each such pod a PodGroup of one in that queue).
+VOLCANO_SCHEDULER = "volcano"
+VOLCANO_DEFAULT_QUEUE = "default"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# HAMi: its device plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector default); gpustack adds
+# a label of its own that only HAMi pools carry, so a stray gpu=on elsewhere never starts a second plugin there.
+HAMI_NODE_LABELS: dict[str, str] = {"gpu": "on", "gpustack.io/device-plugin": "hami"}
 
 
 def priority_class_name(level: str) -> str:

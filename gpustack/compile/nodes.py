@@ -21,7 +21,7 @@ from __future__ import annotations
 import shlex
 
 from gpustack.compile.device_plugin import device_plugin_config_key
-from gpustack.compile.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.compile.labels import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.compile.mig import mig_config_label
 from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
 from gpustack.context import Context
@@ -41,7 +41,10 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     gpustack's value wins, since the device plugin and MIG manager act on it.
     """
     labels = {POOL_LABEL: pool.name}
-    if pool.sharing.strategy is not SharingStrategy.HAMI:
+    if pool.sharing.strategy is SharingStrategy.HAMI:
+        # What HAMi's device plugin selects its nodes by (hami.py); the NVIDIA plugin stays off these nodes.
+        labels.update(HAMI_NODE_LABELS)
+    else:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_key(ctx, pool)
     mig = mig_config_label(ctx, pool)
     if mig is not None:

@@ -45,7 +45,12 @@ def workload_fields(ctx: Context, workload: Workload) -> dict[str, Any]:
         "command": list(workload.command),
         "args": list(workload.args),
         "env": dict(workload.env),
-        "gpu": {"count": workload.gpu.count, "profile": workload.gpu.profile, "memory": workload.gpu.memory},
+        "gpu": {
+            "count": workload.gpu.count,
+            "profile": workload.gpu.profile,
+            "memory": workload.gpu.memory,
+            "cores": workload.gpu.cores,
+        },
         "resources": {"cpu": workload.cpu, "memory": workload.memory},
         "serve": None,
         "prefer": [{"weight": p.weight, "labels": dict(p.labels)} for p in workload.prefer],

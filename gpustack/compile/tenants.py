@@ -13,7 +13,7 @@ from typing import Any
 from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.compile.plan import FamilyOutput, Manifest, Object
 from gpustack.context import Context
-from gpustack.model import PRIORITY_VALUES, Tenant
+from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.offers import Isolation, Offer, full_resource_name
 
 FAMILY = "tenants"
@@ -38,7 +38,9 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
             if hard:
                 output.objects.append(Manifest(FAMILY, file, resource_quota(tenant, namespace, hard)))
             output.objects.append(Manifest(FAMILY, file, limit_range(tenant, namespace, limits)))
-        if hard and len(tenant.namespaces) > 1:
+        # A Kueue tenant's ClusterQueue holds one total across all its namespaces (kueue.py), and its LocalQueues
+        # named `default` catch workloads that carry no queue label; the per-namespace quota stays as a backstop.
+        if hard and len(tenant.namespaces) > 1 and tenant.scheduler is not Scheduler.KUEUE:
             path = (*tenant.path, "namespaces")
             count = len(tenant.namespaces)
             output.diagnostics.append(

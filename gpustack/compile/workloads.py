@@ -12,11 +12,23 @@ import math
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
-from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL, priority_class_name
+from gpustack.compile.labels import (
+    KUEUE_LOCAL_QUEUE,
+    KUEUE_QUEUE_LABEL,
+    MANAGED_BY,
+    POOL_LABEL,
+    TENANT_LABEL,
+    VOLCANO_DEFAULT_QUEUE,
+    VOLCANO_QUEUE_ANNOTATION,
+    VOLCANO_SCHEDULER,
+    WORKLOAD_LABEL,
+    priority_class_name,
+)
 from gpustack.compile.plan import FamilyOutput, Manifest, Object
 from gpustack.compile.templates import render_workload_template, template_variables
+from gpustack.compile.volcano import queue_name
 from gpustack.context import Context
-from gpustack.model import NodePool, Scheduler, Tenant, Workload, WorkloadKind
+from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.needs import Requests
 from gpustack.offers import offer_for
 from gpustack.quantity import GIB, parse_quantity
@@ -33,7 +45,6 @@ FALLBACK_MEMORY = "8Gi"
 NODE_SHARE = Decimal("0.9")
 JOB_BACKOFF_LIMIT = 3
 VOLCANO_MAX_RETRY = 3
-VOLCANO_QUEUE = "default"
 VOLCANO_TASK = "worker"
 SHM_VOLUME = "dshm"
 
@@ -66,14 +77,42 @@ def workload_objects(
     """The Services a workload needs, then the workload object itself (last)."""
     namespace = ctx.namespace_of(workload)
     pod = pod_template(ctx, workload, pool, tenant, requests)
+    queued = tenant is not None and tenant.scheduler is Scheduler.KUEUE
     if workload.kind is WorkloadKind.DEPLOYMENT:
         services = [service(workload, namespace)] if workload.serve is not None else []
-        return [*services, deployment(workload, namespace, pod)]
+        return [*services, queue_label(deployment(workload, namespace, pod), queued=queued)]
     if workload.kind is WorkloadKind.STATEFUL_SET:
-        return [service(workload, namespace, headless=True), stateful_set(workload, namespace, pod)]
+        return [
+            service(workload, namespace, headless=True),
+            queue_label(stateful_set(workload, namespace, pod), queued=queued),
+        ]
     if workload.kind is WorkloadKind.JOB:
-        return [batch_job(workload, namespace, pod)]
+        return [queue_label(batch_job(workload, namespace, pod), queued=queued)]
     return [volcano_job(workload, namespace, pod, tenant)]
+
+
+def queue_label(obj: Object, *, queued: bool) -> Object:
+    """A Kueue tenant's workload names its LocalQueue: Kueue suspends it until the tenant's ClusterQueue admits it.
+
+    On the workload object only: Kueue's Job, Deployment and StatefulSet integrations read it there and manage the
+    pods themselves.
+    """
+    if queued:
+        obj["metadata"]["labels"][KUEUE_QUEUE_LABEL] = KUEUE_LOCAL_QUEUE
+    return obj
+
+
+def scheduler_name(ctx: Context, pool: NodePool, tenant: Tenant | None) -> str | None:
+    """The pod's schedulerName, or None for kube-scheduler.
+
+    A HAMi pool's pods need HAMi's scheduler whatever the tenant's scheduler: only it knows which share of which
+    GPU is free (gpumem and gpucores are not node resources). A Volcano tenant's other pods go to Volcano.
+    """
+    if pool.sharing.strategy is SharingStrategy.HAMI:
+        return ctx.blueprint.hami.scheduler_name
+    if tenant is not None and tenant.scheduler is Scheduler.VOLCANO:
+        return VOLCANO_SCHEDULER
+    return None
 
 
 # --- labels, placement, resources -----------------------------------------------------------------------------------
@@ -225,9 +264,14 @@ def pod_template(
     ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {}
-    # A VolcanoJob names its scheduler on the Job; the controller copies it to the pods.
-    if tenant is not None and tenant.scheduler is Scheduler.VOLCANO and workload.kind is not WorkloadKind.VOLCANO_JOB:
-        spec["schedulerName"] = "volcano"
+    metadata: dict[str, Any] = {"labels": workload_labels(workload)}
+    name = scheduler_name(ctx, pool, tenant)
+    # A VolcanoJob names its scheduler and queue on the Job; the controller copies them to the pods.
+    if name is not None and workload.kind is not WorkloadKind.VOLCANO_JOB:
+        spec["schedulerName"] = name
+        if name == VOLCANO_SCHEDULER and tenant is not None:
+            # Volcano puts a pod of no Volcano Job in a PodGroup of one, in the queue this annotation names.
+            metadata["annotations"] = {VOLCANO_QUEUE_ANNOTATION: queue_name(tenant)}
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
@@ -240,7 +284,7 @@ def pod_template(
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):
         spec["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
-    return {"metadata": {"labels": workload_labels(workload)}, "spec": spec}
+    return {"metadata": metadata, "spec": spec}
 
 
 # --- the workload objects -------------------------------------------------------------------------------------------
@@ -314,9 +358,14 @@ def batch_job(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object
 
 def volcano_job(workload: Workload, namespace: str, pod: dict[str, Any], tenant: Tenant | None) -> Object:
     workers = workload.pods
+    # A VolcanoJob of a tenant on another scheduler (GS604 warns) falls back to Volcano's own default queue.
+    queue = (
+        queue_name(tenant) if tenant is not None and tenant.scheduler is Scheduler.VOLCANO else VOLCANO_DEFAULT_QUEUE
+    )
     spec: dict[str, Any] = {
-        "schedulerName": "volcano",
-        "queue": VOLCANO_QUEUE,
+        "schedulerName": VOLCANO_SCHEDULER,
+        # The tenant's Queue (volcano.py): its capability caps the tenant, its weight sets the tenant's share.
+        "queue": queue,
         # Gang scheduling: all workers start together or none does, so no GPU idles waiting for a missing peer.
         "minAvailable": workers,
         "maxRetry": VOLCANO_MAX_RETRY,

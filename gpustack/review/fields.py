@@ -47,6 +47,12 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
     _flags(fields, "devicePlugin.flags", plugin.flags)
     _put(fields, "migManager.namespace", blueprint.mig_manager.namespace)
     _put(fields, "migManager.configMap", blueprint.mig_manager.config_map)
+    _put(fields, "hami.chartVersion", blueprint.hami.chart_version)
+    _put(fields, "hami.repository", blueprint.hami.repository)
+    _put(fields, "hami.namespace", blueprint.hami.namespace)
+    _put(fields, "hami.schedulerName", blueprint.hami.scheduler_name)
+    _put(fields, "kueue.apiVersion", blueprint.kueue.api_version)
+    _put(fields, "volcano.binpack", blueprint.volcano.binpack)
     return fields
 
 
@@ -106,6 +112,16 @@ def tenant_fields(tenant: Tenant) -> Fields:
     for pool, items in tenant.quota:
         for resource, amount in items:
             _put(fields, f"quota.{pool}.{resource}", amount)
+    cohort = tenant.cohort
+    if cohort is not None:
+        _put(fields, "kueue.cohort.name", cohort.name)
+        for name, amounts in (("borrowingLimit", cohort.borrowing_limit), ("lendingLimit", cohort.lending_limit)):
+            for pool, items in amounts:
+                for resource, amount in items:
+                    _put(fields, f"kueue.cohort.{name}.{pool}.{resource}", amount)
+    if tenant.volcano is not None:
+        _put(fields, "volcano.weight", tenant.volcano.weight)
+        _put(fields, "volcano.reclaimable", tenant.volcano.reclaimable)
     return fields
 
 
@@ -126,6 +142,7 @@ def workload_fields(workload: Workload, blueprint: Blueprint) -> Fields:
     _put(fields, "gpu.count", workload.gpu.count)
     _put(fields, "gpu.profile", workload.gpu.profile)
     _put(fields, "gpu.memory", workload.gpu.memory)
+    _put(fields, "gpu.cores", workload.gpu.cores)
     _put(fields, "resources.cpu", workload.cpu)
     _put(fields, "resources.memory", workload.memory)
     if workload.serve is not None:

@@ -1,0 +1,95 @@
+"""What the Kueue and Volcano objects gpustack writes need from the blueprint (GS508-GS511)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.compile.kueue import MAX_FLAVOR_TAINTS, kueue_tenants, nominal_quota
+from gpustack.compile.volcano import RESERVED_QUEUES, volcano_tenants
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.offers import full_resource_name
+
+
+def check_kueue_pools_have_node_resources(ctx: Context) -> Iterator[Diagnostic]:
+    users: dict[str, list[str]] = {}
+    for tenant in kueue_tenants(ctx):
+        for pool in tenant.pools:
+            users.setdefault(pool, []).append(tenant.name)
+    for pool in ctx.blueprint.pools:
+        if pool.name not in users:
+            continue
+        node = pool.node_resources
+        values = (("cpu", node.cpu if node else None), ("memory", node.memory if node else None))
+        missing = [name for name, value in values if value is None]
+        if not missing:
+            continue
+        tenants = ", ".join(repr(t) for t in users[pool.name])
+        yield ctx.error(
+            "GS508",
+            (*pool.path, "name"),
+            f"pool '{pool.name}' gives no nodeResources {' or '.join(missing)}, but tenant(s) {tenants} use Kueue, "
+            "which admits a workload only if its ClusterQueue covers every resource the pods request, cpu and "
+            f'memory included ("resource {missing[0]} unavailable in ClusterQueue")',
+            f"add nodeResources: {{cpu: ..., memory: ...}} (allocatable per node) to pool '{pool.name}': gpustack "
+            "sets the ClusterQueue's cpu and memory quota to what the pool's nodes have, so only GPUs are limited",
+        )
+
+
+def check_kueue_flavor_taints(ctx: Context) -> Iterator[Diagnostic]:
+    used = {pool for tenant in kueue_tenants(ctx) for pool in tenant.pools}
+    for pool in ctx.blueprint.pools:
+        if pool.name in used and len(pool.taints) > MAX_FLAVOR_TAINTS:
+            yield ctx.error(
+                "GS510",
+                pool.taints[MAX_FLAVOR_TAINTS].path,
+                f"pool '{pool.name}' has {len(pool.taints)} taints; a Kueue ResourceFlavor holds at most "
+                f"{MAX_FLAVOR_TAINTS}, so the flavor for this pool could not name them all",
+                f"keep at most {MAX_FLAVOR_TAINTS} taints on pools that Kueue tenants use",
+            )
+
+
+def check_kueue_lending_limits(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in kueue_tenants(ctx):
+        cohort = tenant.cohort
+        if cohort is None:
+            continue
+        for pool_name, items in cohort.lending_limit:
+            pool = ctx.pools.get(pool_name)
+            if pool is None or pool_name not in tenant.pools or not ctx.offers.get(pool_name):
+                continue  # GS204 / GS503 / GS301 say why
+            advertised = {offer.resource for offer in ctx.offers[pool_name]}
+            for short, amount in items:
+                resource = full_resource_name(short)
+                if resource not in advertised:
+                    continue  # GS502
+                nominal = nominal_quota(ctx, tenant, pool, resource)
+                if isinstance(nominal, int) and amount > nominal:
+                    yield ctx.error(
+                        "GS511",
+                        (*cohort.path, "lendingLimit", pool_name, short),
+                        f"tenant '{tenant.name}' lends up to {amount} {resource} of pool '{pool_name}', more than "
+                        f"its nominal quota there ({nominal}); Kueue rejects a ClusterQueue whose lendingLimit "
+                        "exceeds its nominalQuota",
+                        f"lend at most {nominal}, or raise the tenant's quota on pool '{pool_name}'",
+                    )
+
+
+def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in volcano_tenants(ctx):
+        if tenant.name in RESERVED_QUEUES:
+            yield ctx.error(
+                "GS509",
+                (*tenant.path, "name"),
+                f"tenant '{tenant.name}' uses Volcano, and its Queue would be named '{tenant.name}', a queue Volcano "
+                "creates and manages itself: applying gpustack's Queue would overwrite it for every other user",
+                "rename the tenant; gpustack names each Volcano tenant's Queue after the tenant",
+            )
+
+
+RULES = (
+    check_kueue_pools_have_node_resources,
+    check_kueue_flavor_taints,
+    check_kueue_lending_limits,
+    check_volcano_queue_names,
+)

@@ -1,0 +1,67 @@
+"""HAMi for pools with `sharing.strategy: hami`: one pinned Helm release (scheduler, webhook, device plugin).
+
+HAMi (Project-HAMi, created at 4Paradigm, a CNCF project) shares a GPU between pods with limits enforced inside the
+container by its CUDA interception library (HAMi-core), not by the hardware. What the values make sure of:
+- HAMi's device plugin runs only on the HAMi pools' nodes (its node selector is `gpu=on` plus gpustack's own
+  HAMi label, which nodes.py puts on those nodes only), never beside the NVIDIA device plugin: both advertise
+  `nvidia.com/gpu`, and device_plugin.py keeps the NVIDIA plugin off these pools.
+- Split count and memory/core scaling come from the pools (HAMi takes them once for the cluster: GS409).
+- `forceOverwriteDefaultScheduler: false`: by default HAMi's webhook moves every pod that requests
+  `nvidia.com/gpu` to hami-scheduler, including pods bound for the NVIDIA-plugin pools, where HAMi's scheduler finds
+  no HAMi devices and leaves them Pending. gpustack's workloads on HAMi pools name the scheduler themselves.
+"""
+
+from __future__ import annotations
+
+from gpustack.compile.device_plugin import build_tolerations
+from gpustack.compile.labels import HAMI_NODE_LABELS
+from gpustack.compile.plan import FamilyOutput, HelmRelease, Object
+from gpustack.context import Context
+from gpustack.model import HamiSharing, NodePool, SharingStrategy
+
+RELEASE_NAME = "hami"
+CHART_NAME = "hami"
+VALUES_FILE = "hami/values.yaml"
+
+
+def hami_pools(ctx: Context) -> list[NodePool]:
+    return [pool for pool in ctx.blueprint.pools if pool.sharing.strategy is SharingStrategy.HAMI]
+
+
+def _number(value: float) -> int | float:
+    # 1.0 is written 1, as the chart's own values.yaml writes it.
+    return int(value) if value == int(value) else value
+
+
+def build_values(ctx: Context) -> Object:
+    pools = hami_pools(ctx)
+    # GS409 makes every HAMi pool agree; the first one speaks for all.
+    sharing = next((p.sharing.hami for p in pools if p.sharing.hami is not None), HamiSharing())
+    return {
+        "schedulerName": ctx.blueprint.hami.scheduler_name,
+        "scheduler": {"forceOverwriteDefaultScheduler": False},
+        "devicePlugin": {
+            "deviceSplitCount": sharing.split_count,
+            "deviceMemoryScaling": _number(sharing.memory_scaling),
+            "deviceCoreScaling": _number(sharing.core_scaling),
+            "nvidiaNodeSelector": dict(HAMI_NODE_LABELS),
+            # The chart's default (nvidia.com/gpu) and the HAMi pools' taints, or the plugin never starts there.
+            "tolerations": build_tolerations(pools),
+        },
+    }
+
+
+def compile_hami(ctx: Context) -> FamilyOutput:
+    if not hami_pools(ctx):
+        return FamilyOutput()
+    settings = ctx.blueprint.hami
+    release = HelmRelease(
+        name=RELEASE_NAME,
+        chart=CHART_NAME,
+        repository=settings.repository,
+        version=settings.chart_version,
+        namespace=settings.namespace,
+        values=build_values(ctx),
+        values_file=VALUES_FILE,
+    )
+    return FamilyOutput(releases=[release])

@@ -1,0 +1,241 @@
+"""Kueue for tenants with `scheduler: kueue`: a ResourceFlavor per pool they use, a ClusterQueue per tenant and a
+LocalQueue per tenant namespace.
+
+Why each piece looks the way it does:
+- One ResourceFlavor per pool, matched by gpustack's pool label: Kueue charges quota per (flavor, resource), so two
+  pools that advertise the same `nvidia.com/gpu` (an A100 and an H100 pool) get separate amounts. This is the
+  per-GPU-model quota a ResourceQuota cannot express (GS506). The flavor lists the pool's taints and the matching
+  tolerations, which Kueue injects into the pods it admits to that flavor.
+- One resource group per ClusterQueue, covering cpu, memory and every resource the tenant's pools advertise:
+  Kueue refuses a workload that requests a resource its ClusterQueue does not cover ("resource ... unavailable in
+  ClusterQueue"), and the tenant's LimitRange gives every container cpu/memory requests and `nvidia.com/...: "0"`
+  defaults for all its pools' resources. A flavor may sit in only one group and must list every resource of it, so
+  one group, with 0 for what a pool does not advertise, is the shape that covers them all.
+- Nominal quota is the blueprint's quota for the pool. A resource the quota does not name gets the pool's whole
+  capacity, as a ResourceQuota without that key does not limit it. cpu and memory get the pool's allocatable
+  (nodeResources x nodes): gpustack limits GPUs, and Kueue must not hold a job back for CPU the nodes have (GS508
+  requires nodeResources on these pools, since there is no other sound amount).
+- `namespaceSelector` on gpustack's tenant label: only the tenant's namespaces may use its ClusterQueue.
+- The LocalQueue is named `default` so Kueue's LocalQueueDefaulting also queues workloads without the label, and
+  the ClusterQueue holds one total across all the tenant's namespaces (what GS507 warns a ResourceQuota cannot).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from gpustack.compile.labels import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LABEL
+from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.compile.workloads import tolerations
+from gpustack.context import Context
+from gpustack.model import KUEUE_V1BETA1, NodePool, Scheduler, SharingStrategy, Tenant, amounts_for
+from gpustack.offers import full_resource_name
+from gpustack.quantity import parse_quantity
+
+FAMILY = "kueue"
+FLAVORS_FILE = "kueue/resource-flavors.yaml"
+README_FILE = "kueue/README.md"
+# The Kueue release the objects were checked against (its CRDs, CEL rules included); its chart is published only
+# as an OCI artifact, so gpustack names it in the README instead of shipping it as a Helm release.
+KUEUE_VERSION = "0.19.2"
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+CPU = "cpu"
+MEMORY = "memory"
+# ResourceFlavor CRD limits (maxItems) on nodeTaints and tolerations; GS510 reports pools with more taints.
+MAX_FLAVOR_TAINTS = 8
+_BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
+
+
+def kueue_tenants(ctx: Context) -> list[Tenant]:
+    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.KUEUE]
+
+
+def queued_pools(ctx: Context, tenant: Tenant) -> list[NodePool]:
+    """The tenant's pools that become flavors, in the tenant's order (Kueue tries flavors in that order)."""
+    return [ctx.pools[name] for name in tenant.pools if name in ctx.pools and ctx.offers.get(name)]
+
+
+def cluster_queue_name(tenant: Tenant) -> str:
+    return tenant.name
+
+
+def flavor_name(pool: NodePool) -> str:
+    return pool.name
+
+
+def compile_kueue(ctx: Context) -> FamilyOutput:
+    output = FamilyOutput()
+    tenants = kueue_tenants(ctx)
+    api_version = ctx.blueprint.kueue.api_version
+    pools: dict[str, NodePool] = {}
+    for tenant in tenants:
+        for pool in queued_pools(ctx, tenant):
+            pools.setdefault(pool.name, pool)
+    output.objects += [Manifest(FAMILY, FLAVORS_FILE, resource_flavor(pool, api_version)) for pool in pools.values()]
+    for tenant in tenants:
+        queue = cluster_queue(ctx, tenant, api_version)
+        if queue is None:
+            continue
+        file = f"kueue/{tenant.name}.yaml"
+        output.objects.append(Manifest(FAMILY, file, queue))
+        output.objects += [Manifest(FAMILY, file, local_queue(tenant, ns, api_version)) for ns in tenant.namespaces]
+    if tenants:
+        output.artifacts.append(Artifact(README_FILE, render_readme(ctx), "how to install Kueue for these queues"))
+    return output
+
+
+def render_readme(ctx: Context) -> str:
+    rows = "\n".join(
+        f"| `{t.name}` | `{cluster_queue_name(t)}` | {', '.join(f'`{p}`' for p in t.pools)} | "
+        f"{f'`{t.cohort.name}`' if t.cohort is not None else '-'} | {', '.join(f'`{n}`' for n in t.namespaces)} |"
+        for t in kueue_tenants(ctx)
+    )
+    hami = any(
+        pool.sharing.strategy is SharingStrategy.HAMI for t in kueue_tenants(ctx) for pool in queued_pools(ctx, t)
+    )
+    hami_note = (
+        "- Kueue charges HAMi's `nvidia.com/gpumem` and `nvidia.com/gpucores` per container, while HAMi applies them\n"
+        "  per GPU: a pod asking for 2 GPUs is charged half of the memory it gets (Kueue's resource transformations\n"
+        "  can multiply them by `nvidia.com/gpu`).\n"
+        if hami
+        else ""
+    )
+    return f"""# Kueue queues for blueprint '{ctx.blueprint.name}'
+
+Generated by gpustack. Edit the blueprint, not this file.
+
+Kueue is not installed by gpustack. Install it before applying these objects (Kueue v0.15 and newer serve
+`kueue.x-k8s.io/v1beta2`; the objects were checked against the CRDs of v{KUEUE_VERSION}):
+
+```sh
+helm install kueue {KUEUE_CHART} --version {KUEUE_VERSION} \\
+  --namespace kueue-system --create-namespace
+```
+
+| tenant | ClusterQueue | flavors (pools, in order of preference) | cohort | namespaces with a LocalQueue `default` |
+|---|---|---|---|---|
+{rows}
+
+Notes:
+
+- Quota is per pool: each pool is a ResourceFlavor, so an A100 pool and an H100 pool keep separate amounts even
+  though both advertise `nvidia.com/gpu`. A resource the tenant's quota does not name is limited only by what
+  the pool has.
+- cpu and memory are covered with the pools' allocatable (nodeResources x nodes): Kueue admits nothing whose
+  resources its ClusterQueue does not cover, and gpustack limits GPUs, not the CPU that comes with them.
+- gpustack's workload templates carry `kueue.x-k8s.io/queue-name: default`. Workloads without the label are
+  queued too where Kueue's LocalQueueDefaulting is on (the default since v0.12), for the kinds Kueue's
+  `integrations.frameworks` manage (Jobs, Deployments, StatefulSets and Pods in its default configuration).
+{hami_note}"""
+
+
+def _taint(key: str, value: str | None, effect: str) -> Object:
+    taint: Object = {"key": key}
+    if value is not None:
+        taint["value"] = value
+    taint["effect"] = effect
+    return taint
+
+
+def resource_flavor(pool: NodePool, api_version: str) -> Object:
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
+    if pool.taints:
+        # Both, as the issue's pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
+        # into admitted pods (and, listed together, make Kueue skip the taint check at admission).
+        spec["nodeTaints"] = [_taint(t.key, t.value, t.effect) for t in pool.taints][:MAX_FLAVOR_TAINTS]
+        spec["tolerations"] = tolerations(pool)[:MAX_FLAVOR_TAINTS]
+    return {
+        "apiVersion": api_version,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": flavor_name(pool), "labels": {**MANAGED_BY, POOL_LABEL: pool.name}},
+        "spec": spec,
+    }
+
+
+def covered_resources(ctx: Context, tenant: Tenant) -> list[str]:
+    """cpu, memory, then every resource the tenant's pools advertise, sorted."""
+    names = {offer.resource for pool in queued_pools(ctx, tenant) for offer in ctx.offers[pool.name]}
+    return [CPU, MEMORY, *sorted(names)]
+
+
+def _quantity(amount: Decimal, resource: str) -> int | str:
+    """A whole number of units as an int; cpu as millicores, memory in the largest binary unit that is exact."""
+    if resource == MEMORY:
+        for suffix, size in _BINARY_UNITS:
+            if amount >= size and amount % size == 0:
+                return f"{int(amount / size)}{suffix}"
+        return str(int(amount))
+    if amount == amount.to_integral_value():
+        return int(amount)
+    return f"{int(amount * 1000)}m"
+
+
+def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
+    """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
+    node = pool.node_resources
+    value = None if node is None else node.cpu if resource == CPU else node.memory
+    return None if value is None else parse_quantity(value) * len(pool.nodes)
+
+
+def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
+    if resource in (CPU, MEMORY):
+        allocatable = pool_allocatable(pool, resource)
+        # Without nodeResources GS508 stops compile; 0 is never written for a blueprint that validated.
+        return _quantity(allocatable, resource) if allocatable is not None else 0
+    quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
+    if resource in quota:
+        return quota[resource]
+    offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
+    return offer.per_node * len(pool.nodes) if offer is not None else 0
+
+
+def _limits(amounts: tuple[tuple[str, tuple[tuple[str, int], ...]], ...], pool: str) -> dict[str, int]:
+    return {full_resource_name(short): amount for short, amount in amounts_for(amounts, pool).items()}
+
+
+def cluster_queue(ctx: Context, tenant: Tenant, api_version: str) -> Object | None:
+    covered = covered_resources(ctx, tenant)
+    cohort = tenant.cohort
+    flavors = []
+    for pool in queued_pools(ctx, tenant):
+        borrowing = _limits(cohort.borrowing_limit, pool.name) if cohort is not None else {}
+        lending = _limits(cohort.lending_limit, pool.name) if cohort is not None else {}
+        resources = []
+        for resource in covered:
+            entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal_quota(ctx, tenant, pool, resource)}
+            if resource in borrowing:
+                entry["borrowingLimit"] = borrowing[resource]
+            if resource in lending:
+                entry["lendingLimit"] = lending[resource]
+            resources.append(entry)
+        flavors.append({"name": flavor_name(pool), "resources": resources})
+    if not flavors:
+        return None
+    spec: dict[str, Any] = {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}}
+    if cohort is not None:
+        # v1beta2 renamed the field: `cohort` in v1beta1 is `cohortName` in v1beta2.
+        spec["cohort" if api_version == KUEUE_V1BETA1 else "cohortName"] = cohort.name
+        # Nominal quota is the tenant's own: a workload that fits in it may evict what others borrowed, or quota
+        # lent out would come back only when the borrower's (possibly days-long) GPU jobs end.
+        spec["preemption"] = {"reclaimWithinCohort": "Any"}
+    spec["resourceGroups"] = [{"coveredResources": covered, "flavors": flavors}]
+    return {
+        "apiVersion": api_version,
+        "kind": "ClusterQueue",
+        "metadata": {"name": cluster_queue_name(tenant), "labels": {**MANAGED_BY, TENANT_LABEL: tenant.name}},
+        "spec": spec,
+    }
+
+
+def local_queue(tenant: Tenant, namespace: str, api_version: str) -> Object:
+    return {
+        "apiVersion": api_version,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": KUEUE_LOCAL_QUEUE,
+            "namespace": namespace,
+            "labels": {**MANAGED_BY, TENANT_LABEL: tenant.name},
+        },
+        "spec": {"clusterQueue": cluster_queue_name(tenant)},
+    }

@@ -1,0 +1,136 @@
+"""Volcano for tenants with `scheduler: volcano`: a Queue per tenant, and the scheduler configuration that gangs.
+
+- The Queue is named after the tenant. Its `capability` is the tenant's quota summed per resource name: Volcano has
+  no flavors, so like a ResourceQuota it cannot tell two pools with the same resource name apart (GS506). `weight`
+  is the tenant's share under the proportion plugin; `reclaimable` lets other queues take back what it over-uses.
+- The tenant's VolcanoJobs name the queue (workloads.py); its other pods carry the queue annotation.
+- `volcano/volcano-scheduler.conf` is a whole scheduler configuration, not a patch: Volcano does not merge a custom
+  configuration with its default, so everything gang scheduling and queues rely on is spelled out. The chart takes
+  it as `custom.scheduler_config_override`. Volcano itself is not installed by gpustack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL
+from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.context import Context
+from gpustack.model import DEFAULT_VOLCANO_QUEUE_WEIGHT, Scheduler, Tenant, WorkloadKind
+from gpustack.offers import full_resource_name
+from gpustack.yamlout import dump_yaml
+
+FAMILY = "volcano"
+QUEUES_FILE = "volcano/queues.yaml"
+CONFIG_FILE = "volcano/volcano-scheduler.conf"
+# The Volcano release the configuration and the Queue/Job CRDs were checked against (v1.15.1, 2026-07-30).
+VOLCANO_VERSION = "1.15.1"
+VOLCANO_CHART_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
+# Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
+RESERVED_QUEUES = frozenset({"default", "root"})
+# binpack arguments (pkg/scheduler/plugins/binpack): the plugin's weight among the node-order plugins, and the
+# GPU resources' weight against cpu and memory (1 each), so a node is judged full by its GPUs first.
+BINPACK_WEIGHT = 10
+BINPACK_GPU_WEIGHT = 5
+
+
+def volcano_tenants(ctx: Context) -> list[Tenant]:
+    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.VOLCANO]
+
+
+def queue_name(tenant: Tenant) -> str:
+    return tenant.name
+
+
+def compile_volcano(ctx: Context) -> FamilyOutput:
+    tenants = volcano_tenants(ctx)
+    jobs = any(w.kind is WorkloadKind.VOLCANO_JOB for w in ctx.blueprint.workloads)
+    if not tenants and not jobs:
+        return FamilyOutput()
+    objects = [Manifest(FAMILY, QUEUES_FILE, queue(tenant)) for tenant in tenants]
+    binpack = ", GPU binpack" if ctx.blueprint.volcano.binpack else ""
+    config = Artifact(
+        CONFIG_FILE,
+        render_scheduler_config(ctx),
+        f"Volcano scheduler configuration (gang scheduling, queues{binpack}): install Volcano {VOLCANO_VERSION} "
+        f"with `helm upgrade --install volcano volcano-sh/volcano --version {VOLCANO_VERSION} "
+        "-n volcano-system --create-namespace --set-file "
+        f"custom.scheduler_config_override={CONFIG_FILE}` (repository {VOLCANO_CHART_REPOSITORY})",
+    )
+    return FamilyOutput(objects=objects, artifacts=[config])
+
+
+def capability(tenant: Tenant) -> dict[str, str]:
+    """The tenant's quota as one ceiling per resource name; pools with the same name add up, as in its ResourceQuota."""
+    totals: dict[str, int] = {}
+    for _pool, items in tenant.quota:
+        for short, amount in items:
+            name = full_resource_name(short)
+            totals[name] = totals.get(name, 0) + amount
+    return {name: str(amount) for name, amount in sorted(totals.items())}
+
+
+def queue(tenant: Tenant) -> Object:
+    settings = tenant.volcano
+    spec: dict[str, Any] = {
+        "weight": settings.weight if settings is not None else DEFAULT_VOLCANO_QUEUE_WEIGHT,
+        "reclaimable": settings.reclaimable if settings is not None else True,
+    }
+    ceiling = capability(tenant)
+    if ceiling:
+        spec["capability"] = ceiling
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": queue_name(tenant), "labels": {**MANAGED_BY, TENANT_LABEL: tenant.name}},
+        "spec": spec,
+    }
+
+
+def gpu_resources(ctx: Context) -> list[str]:
+    """Resources advertised by the pools of Volcano tenants (every pool when only VolcanoJobs ask for Volcano)."""
+    tenants = volcano_tenants(ctx)
+    pools = {p for t in tenants for p in t.pools} if tenants else set(ctx.pools)
+    return sorted({offer.resource for pool in pools for offer in ctx.offers.get(pool, ())})
+
+
+def scheduler_config(ctx: Context) -> dict[str, Any]:
+    node_order: list[dict[str, Any]] = [
+        {"name": "overcommit"},
+        {"name": "drf", "enablePreemptable": False},
+        {"name": "predicates"},
+        # proportion: queues share the cluster by weight, capped by capability; reclaim gives back over-use.
+        {"name": "proportion"},
+        {"name": "nodeorder"},
+    ]
+    if ctx.blueprint.volcano.binpack:
+        resources = gpu_resources(ctx)
+        arguments: dict[str, Any] = {"binpack.weight": BINPACK_WEIGHT, "binpack.cpu": 1, "binpack.memory": 1}
+        if resources:
+            arguments["binpack.resources"] = ",".join(resources)
+            arguments.update({f"binpack.resources.{name}": BINPACK_GPU_WEIGHT for name in resources})
+        node_order.append({"name": "binpack", "arguments": arguments})
+    return {
+        # preempt: a higher-priority job of a queue may evict lower ones; reclaim: a queue under its share takes
+        # back what reclaimable queues over-use. enqueue admits a gang only when all of minAvailable can fit.
+        "actions": "enqueue, allocate, preempt, reclaim, backfill",
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    # gang: no pod of a job starts until minAvailable of them can (all workers, for gpustack's jobs).
+                    {"name": "gang", "enablePreemptable": False},
+                    {"name": "conformance"},
+                ]
+            },
+            {"plugins": node_order},
+        ],
+    }
+
+
+def render_scheduler_config(ctx: Context) -> str:
+    header = (
+        f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': the whole Volcano scheduler configuration\n"
+        "# (Volcano does not merge it with its default). Edit the blueprint, not this file.\n"
+    )
+    return header + dump_yaml(scheduler_config(ctx))

@@ -1,0 +1,672 @@
+"""The admission family: ValidatingAdmissionPolicies that keep every tenant on its pools, proven with cel-python.
+
+Every CEL expression gpustack generates (matchConditions, variables, validations, messageExpressions) is evaluated
+by `admission_cel` against three sets of requests, for every example blueprint and the edge cases in
+tests/cases/admission/blueprints:
+
+- the corpus in tests/cases/admission (pods sent as pods and as the template of every workload kind);
+- what compile_workloads generates, and the pods its controllers would create from it: all admitted;
+- a sweep derived from the blueprint alone (not from the policies): for every tenant, every taint, node label and
+  hostname of every pool it is not granted, wildcard tolerations, nodeName and foreign schedulers: all denied,
+  naming what is not theirs; and for namespaces without a tenant, every dedicated pool's taint.
+
+No expression may come back "not evaluated", and every expression of every policy must be evaluated at least once.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import manifest_schemas
+import pytest
+import yaml
+from admission_cel import Admission, Request, Verdict, policy_expressions
+from conftest import BLUEPRINTS, CASES
+
+from gpustack.catalog import load_catalog
+from gpustack.compile import compile_blueprint
+from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission, describe_taint
+from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.compile.plan import Plan
+from gpustack.context import Context
+from gpustack.model import Blueprint, Scheduler, SharingStrategy
+from gpustack.validation import validate_path, validate_text
+
+CORPUS = CASES / "admission"
+TEST_BLUEPRINTS = CORPUS / "blueprints"
+BLUEPRINT_FILES = {p.stem: p for p in [*sorted(BLUEPRINTS.glob("*.yaml")), *sorted(TEST_BLUEPRINTS.glob("*.yaml"))]}
+NAME_LABEL = "kubernetes.io/metadata.name"
+# Kinds a pod spec of the corpus is also sent in, as the template.
+WRAPPERS = (
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "ReplicationController",
+    "VolcanoJob",
+)
+
+
+# --- blueprints, plans and their policies ---------------------------------------------------------------------------
+
+
+@functools.cache
+def blueprint_named(name: str) -> Blueprint:
+    result = validate_path(BLUEPRINT_FILES[name])
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    return result.blueprint
+
+
+@functools.cache
+def plan_named(name: str) -> Plan:
+    return compile_blueprint(blueprint_named(name))
+
+
+@functools.cache
+def admission_named(name: str) -> Admission:
+    return Admission(m.obj for m in plan_named(name).by_family("admission"))
+
+
+def context_named(name: str) -> Context:
+    return Context(blueprint_named(name), load_catalog())
+
+
+def namespace_object(blueprint: str, name: str, extra: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """The Namespace as the API server holds it: gpustack's own for a tenant namespace, else a bare one."""
+    compiled = plan_named(blueprint).find("Namespace", name)
+    namespace = copy.deepcopy(compiled.obj) if compiled is not None else {"apiVersion": "v1", "kind": "Namespace"}
+    namespace.setdefault("metadata", {})["name"] = name
+    labels = namespace["metadata"].setdefault("labels", {})
+    labels[NAME_LABEL] = name  # set by the API server on every namespace
+    for key, value in (extra or {}).items():
+        if value is None:
+            labels.pop(key, None)
+        else:
+            labels[key] = value
+    return namespace
+
+
+# --- requests -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    blueprint: str
+    namespace: str
+    object: dict[str, Any]
+    expect: str  # admitted | denied
+    message: str | None = None
+    operation: str = "CREATE"
+    old_object: dict[str, Any] | None = None
+    namespace_labels: dict[str, str | None] = field(default_factory=dict)
+    wrap: bool = True
+
+    def request(self) -> Request:
+        obj = copy.deepcopy(self.object)
+        obj["metadata"]["namespace"] = self.namespace
+        old = copy.deepcopy(self.old_object)
+        if old is not None:
+            old["metadata"]["namespace"] = self.namespace
+        namespace = namespace_object(self.blueprint, self.namespace, self.namespace_labels)
+        return Request(self.operation, obj, namespace, old)
+
+
+def wrap(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` as the pod template of `kind`, the way a user would write that object."""
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": copy.deepcopy(spec)}
+    if kind in ("Job", "CronJob", "VolcanoJob"):
+        template["spec"]["restartPolicy"] = "Never"
+    metadata = {"name": name}
+    selector = {"matchLabels": labels}
+    if kind in ("Deployment", "ReplicaSet", "DaemonSet"):
+        body = {"selector": selector, "template": template}
+        return {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "StatefulSet":
+        body = {"serviceName": name, "selector": selector, "template": template}
+        return {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "Job":
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"template": template}}
+    if kind == "CronJob":
+        body = {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": template}}}
+        return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": body}
+    if kind == "ReplicationController":
+        body = {"selector": labels, "template": template}
+        return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": body}
+    # Volcano's webhook would default the Job's schedulerName to volcano; without it the pods' own scheduler
+    # decides, so a wrapped pod keeps the outcome it has alone (schedulers.yaml covers the Job-level name).
+    task = {"name": "worker", "replicas": 1, "template": template}
+    body = {"minAvailable": 1, "tasks": [task]}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": metadata, "spec": body}
+
+
+def read_corpus() -> list[Case]:
+    cases = []
+    for path in sorted(CORPUS.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            expect = document["expect"]
+            assert expect in ("admitted", "denied"), f"{path.name} {document['case']}: expect {expect!r}"
+            assert (expect == "denied") == ("message" in document), f"{path.name} {document['case']}: message"
+            case = Case(
+                id=f"{path.stem}/{document['case']}",
+                blueprint=document["blueprint"],
+                namespace=document["namespace"],
+                object=document["object"],
+                expect=expect,
+                message=document.get("message"),
+                operation=document.get("operation", "CREATE"),
+                old_object=document.get("oldObject"),
+                namespace_labels=document.get("namespaceLabels") or {},
+                wrap=document.get("wrap", True),
+            )
+            cases.append(case)
+            if case.wrap and case.object["kind"] == "Pod" and case.operation == "CREATE":
+                name = case.object["metadata"]["name"]
+                for kind in WRAPPERS:
+                    cases.append(replace(case, id=f"{case.id}[{kind}]", object=wrap(kind, name, case.object["spec"])))
+    return cases
+
+
+CORPUS_CASES = read_corpus()
+
+
+VERDICTS: dict[str, tuple[Case, Verdict]] = {}
+
+
+def verdict(case: Case) -> Verdict:
+    """Each request is reviewed once per session; the parametrized tests and the count share the result."""
+    if case.id not in VERDICTS:
+        VERDICTS[case.id] = (case, admission_named(case.blueprint).review(case.request()))
+    seen, result = VERDICTS[case.id]
+    assert seen == case, f"two cases are named {case.id}"
+    return result
+
+
+def check(case: Case, result: Verdict) -> None:
+    assert result.not_evaluated == [], f"{case.id}: expressions not evaluated: {result.not_evaluated}"
+    if case.expect == "admitted":
+        assert result.admitted, f"{case.id}: denied: {result.denials}"
+    else:
+        assert result.denials, f"{case.id}: admitted, expected a denial containing {case.message!r}"
+        assert any(case.message in denial for denial in result.denials), f"{case.id}: {result.denials}"
+
+
+@pytest.mark.parametrize("case", CORPUS_CASES, ids=lambda c: c.id)
+def test_corpus(case: Case) -> None:
+    check(case, verdict(case))
+
+
+@pytest.mark.parametrize("case", [c for c in CORPUS_CASES if "[" not in c.id], ids=lambda c: c.id)
+def test_corpus_objects_are_valid_kubernetes(case: Case) -> None:
+    """The API server validates an object before admission policies see it: the corpus holds only valid ones."""
+    version = blueprint_named(case.blueprint).kubernetes_version
+    request = case.request()
+    objects = [request.object, *([request.old_object] if request.old_object is not None else [])]
+    if case.wrap and request.object["kind"] == "Pod":
+        objects += [wrap(kind, "wrapped", request.object["spec"]) for kind in WRAPPERS]
+    for obj in objects:
+        if obj["apiVersion"].startswith("batch.volcano.sh") and not manifest_schemas.crds_available():
+            continue  # checked against the upstream CRD where ../shared is present
+        obj = {**obj, "metadata": {**obj["metadata"], "namespace": case.namespace}}
+        assert manifest_schemas.validate_any(obj, version) == [], f"{case.id} {obj['kind']}"
+
+
+# --- what gpustack generates is admitted ----------------------------------------------------------------------------
+
+
+def pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pods a workload's controller would create (Volcano copies the Job's scheduler into each pod)."""
+    spec = obj["spec"]
+    if obj["apiVersion"].startswith("batch.volcano.sh"):
+        templates = [task["template"] for task in spec["tasks"]]
+    elif "template" in spec:
+        templates = [spec["template"]]
+    else:
+        return []
+    pods = []
+    for index, template in enumerate(templates):
+        pod_spec = copy.deepcopy(template["spec"])
+        if obj["apiVersion"].startswith("batch.volcano.sh") and "schedulerName" in spec:
+            pod_spec["schedulerName"] = spec["schedulerName"]
+        metadata = {
+            "name": f"{obj['metadata']['name']}-{index}",
+            "labels": template.get("metadata", {}).get("labels", {}),
+        }
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec})
+    return pods
+
+
+def generated_cases(blueprint: str) -> list[Case]:
+    cases = []
+    for manifest in plan_named(blueprint).by_family("workloads"):
+        obj = manifest.obj
+        if not pods_of(obj):
+            continue
+        namespace = obj["metadata"]["namespace"]
+        base = f"generated/{blueprint}/{manifest.kind}/{manifest.name}"
+        cases.append(Case(base, blueprint, namespace, obj, "admitted", wrap=False))
+        relabelled = copy.deepcopy(obj)
+        relabelled["metadata"]["labels"]["audited"] = "true"
+        cases.append(Case(f"{base}:update", blueprint, namespace, relabelled, "admitted", None, "UPDATE", obj))
+        for pod in pods_of(obj):
+            cases.append(Case(f"{base}/pod/{pod['metadata']['name']}", blueprint, namespace, pod, "admitted"))
+    return cases
+
+
+GENERATED_CASES = [case for name in BLUEPRINT_FILES for case in generated_cases(name)]
+
+
+def test_every_blueprint_has_workloads_to_admit() -> None:
+    assert {case.blueprint for case in GENERATED_CASES} == set(BLUEPRINT_FILES)
+
+
+@pytest.mark.parametrize("case", GENERATED_CASES, ids=lambda c: c.id)
+def test_what_gpustack_generates_is_admitted(case: Case) -> None:
+    check(case, verdict(case))
+
+
+# --- a sweep derived from the blueprint, not from the policies ------------------------------------------------------
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {**spec, "containers": [CONTAINER]}}
+
+
+CONTAINER = {"name": "main", "image": "busybox"}
+
+
+def taint_toleration(key: str, value: str | None, effect: str) -> dict[str, str]:
+    if value is None:
+        return {"key": key, "operator": "Exists", "effect": effect}
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+@dataclass(frozen=True)
+class Who:
+    """A namespace of a tenant, or of one the blueprint does not have, and what the blueprint grants it."""
+
+    tenant: str
+    namespace: str
+    pools: frozenset[str]
+    schedulers: frozenset[str]
+    labels: dict[str, str | None] = field(default_factory=dict, hash=False)
+
+    def case(self, blueprint: str, suffix: str, obj: dict[str, Any], message: str | None = None) -> Case:
+        expect = "admitted" if message is None else "denied"
+        case_id = f"sweep/{blueprint}/{self.namespace}/{suffix}"
+        return Case(case_id, blueprint, self.namespace, obj, expect, message, namespace_labels=self.labels)
+
+
+def who_is_where(ctx: Context) -> list[Who]:
+    found = []
+    for tenant in ctx.blueprint.tenants:
+        schedulers = {"default-scheduler"}
+        if tenant.scheduler is Scheduler.VOLCANO:
+            schedulers.add(VOLCANO_SCHEDULER)
+        if any(ctx.pools[p].sharing.strategy is SharingStrategy.HAMI for p in tenant.pools if p in ctx.pools):
+            schedulers.add(ctx.blueprint.hami.scheduler_name)
+        # The first namespace only: the binding lists them all, and the corpus sends requests to second ones.
+        found.append(Who(tenant.name, tenant.namespaces[0], frozenset(tenant.pools), frozenset(schedulers)))
+    retired = Who("retired", "retired", frozenset(), frozenset({"default-scheduler"}), {TENANT_LABEL: "retired"})
+    return [*found, retired]
+
+
+def required(key: str, values: list[str]) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
+    """Everything of a pool `who` is not granted is refused, naming it; its own pools and schedulers are not."""
+    name = who.tenant
+    own = [p for p in ctx.blueprint.pools if p.name in who.pools]
+    own_taints = {(t.key, t.value, t.effect) for p in own for t in p.taints}
+    if own:
+        tolerations = [taint_toleration(*key) for key in sorted(own_taints, key=str)]
+        yield who.case(
+            blueprint,
+            "own-pools",
+            pod("own", tolerations=tolerations, affinity=required(POOL_LABEL, sorted(who.pools))),
+        )
+    own_labels = {(POOL_LABEL, p.name) for p in own} | {pair for p in own for pair in p.labels}
+    own_labels |= {("kubernetes.io/hostname", node) for p in own for node in p.nodes}
+    for foreign in (p for p in ctx.blueprint.pools if p.name not in who.pools):
+        for taint in foreign.taints:
+            if (taint.key, taint.value, taint.effect) in own_taints:
+                continue  # pools that share a taint are told apart by their labels
+            text = describe_taint(taint)
+            message = f"tenant {name} may not tolerate {text}: that taint belongs to "
+            toleration = taint_toleration(taint.key, taint.value, taint.effect)
+            yield who.case(blueprint, f"tolerates/{foreign.name}/{text}", pod("t", tolerations=[toleration]), message)
+            exists = pod("e", tolerations=[{"key": taint.key, "operator": "Exists"}])  # every value, every effect
+            yield who.case(blueprint, f"exists/{foreign.name}/{text}", exists, f"tenant {name} may not tolerate ")
+        hostnames = [("kubernetes.io/hostname", node) for node in foreign.nodes]
+        for key, value in [(POOL_LABEL, foreign.name), *foreign.labels, *hostnames]:
+            if (key, value) in own_labels:
+                continue
+            message = f"tenant {name} may not select {key}={value}: that node label belongs to "
+            obj = pod("s", nodeSelector={key: value})
+            yield who.case(blueprint, f"selects/{foreign.name}/{key}={value}", obj, message)
+            if key == POOL_LABEL:  # the corpus covers required affinity on other labels and hostnames
+                obj = pod("r", affinity=required(key, [value]))
+                yield who.case(blueprint, f"requires/{foreign.name}/{key}={value}", obj, message)
+    yield who.case(
+        blueprint, "wildcard", pod("w", tolerations=[{"operator": "Exists"}]), f"tenant {name} may not use a wildcard"
+    )
+    node = next((n for p in ctx.blueprint.pools for n in p.nodes), "node-1")
+    yield who.case(blueprint, "node-name", pod("n", nodeName=node), f"tenant {name} may not set spec.nodeName ({node})")
+    others = {VOLCANO_SCHEDULER, ctx.blueprint.hami.scheduler_name, "custom-scheduler"}
+    for scheduler in sorted(others - who.schedulers):
+        message = f"tenant {name} may not use scheduler {scheduler}: its pods may only name "
+        yield who.case(blueprint, f"scheduler/{scheduler}", pod("x", schedulerName=scheduler), message)
+    for scheduler in sorted(who.schedulers):
+        yield who.case(blueprint, f"own-scheduler/{scheduler}", pod("x", schedulerName=scheduler))
+
+
+def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
+    """A namespace without a tenant: every dedicated pool's taint is refused, and a GPU pod's wildcard."""
+    nobody = Who("", "team-x", frozenset(), frozenset())
+    dedicated = [p for p in ctx.blueprint.pools if len(ctx.tenants_by_pool.get(p.name, [])) == 1]
+    for pool in dedicated:
+        for taint in pool.taints:
+            text = describe_taint(taint)
+            message = f"namespace team-x belongs to no tenant: it may not tolerate {text}, the taint of "
+            obj = pod("d", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
+            yield nobody.case(blueprint, f"dedicated/{pool.name}/{text}", obj, message)
+    tainted = [p for p in dedicated if p.taints]
+    if tainted:
+        resource = ctx.offers[tainted[0].name][0].resource
+        gpu = {**CONTAINER, "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}}}
+        obj = pod("g", tolerations=[{"operator": "Exists"}])
+        obj["spec"]["containers"] = [gpu]
+        message = "namespace team-x belongs to no tenant: a pod that requests GPUs may not use a wildcard toleration"
+        yield nobody.case(blueprint, "wildcard-gpu", obj, message)
+    yield nobody.case(blueprint, "wildcard-cpu", pod("a", tolerations=[{"operator": "Exists"}]))
+    yield nobody.case(blueprint, "anything-else", pod("c", nodeName="node-1", schedulerName="custom-scheduler"))
+
+
+def sweep(blueprint: str) -> Iterator[Case]:
+    """Requests whose outcome follows from the blueprint's pools and tenants alone."""
+    ctx = context_named(blueprint)
+    for who in who_is_where(ctx):
+        yield from sweep_tenant(ctx, blueprint, who)
+    yield from sweep_non_tenant(ctx, blueprint)
+
+
+SWEEP_CASES = [case for name in BLUEPRINT_FILES for case in sweep(name)]
+
+
+@pytest.mark.parametrize("case", SWEEP_CASES, ids=lambda c: c.id)
+def test_sweep(case: Case) -> None:
+    check(case, verdict(case))
+
+
+# --- every expression, evaluated; the counts ------------------------------------------------------------------------
+
+
+def test_every_generated_expression_is_evaluated_and_none_is_left_unevaluated() -> None:
+    cases = [*CORPUS_CASES, *GENERATED_CASES, *SWEEP_CASES]
+    results = [(case, verdict(case)) for case in cases]
+    missing = []
+    expressions = 0
+    for name in BLUEPRINT_FILES:
+        admission = admission_named(name)
+        evaluated = {f for case, result in results if case.blueprint == name for f in result.evaluated}
+        expressions += len(admission.expressions())
+        missing += [f"{name}: {policy} {path}" for policy, path in sorted(admission.expressions() - evaluated)]
+    assert missing == [], "expressions never evaluated"
+    assert [n for _, result in results for n in result.not_evaluated] == []
+    admitted = sum(1 for _, result in results if result.admitted)
+    assert admitted == sum(1 for case in cases if case.expect == "admitted")
+    evaluations = sum(len(result.evaluated) for _, result in results)
+    policies = sum(len(admission_named(name).policies) for name in BLUEPRINT_FILES)
+    print(
+        f"\nadmission: {len(cases)} requests, {admitted} admitted, {len(cases) - admitted} denied (corpus "
+        f"{len(CORPUS_CASES)}, generated {len(GENERATED_CASES)}, sweep {len(SWEEP_CASES)}); {expressions} distinct "
+        f"CEL expressions in {policies} policies of {len(BLUEPRINT_FILES)} blueprints, every one evaluated, "
+        f"{evaluations} evaluations, 0 not evaluated"
+    )
+
+
+# --- the objects ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(BLUEPRINT_FILES))
+def test_objects_pass_strict_kubernetes_schemas(name: str) -> None:
+    objects = plan_named(name).by_family("admission")
+    assert objects
+    for version in sorted({blueprint_named(name).kubernetes_version, manifest_schemas.newest_version()}):
+        for manifest in objects:
+            assert manifest_schemas.validate_any(manifest.obj, version) == [], f"{manifest.key} on {version}"
+
+
+@pytest.mark.parametrize("name", sorted(BLUEPRINT_FILES))
+def test_policies_deny_fail_closed_and_are_named_and_labelled(name: str) -> None:
+    ctx = context_named(name)
+    objects = [m.obj for m in plan_named(name).by_family("admission")]
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    expected = {f"gpustack-tenant-{t.name}" for t in ctx.blueprint.tenants} | {UNKNOWN_TENANT_POLICY}
+    if any(p.taints and len(ctx.tenants_by_pool[p.name]) == 1 for p in ctx.blueprint.pools):
+        expected.add(NON_TENANT_POLICY)  # only where a dedicated pool has a taint a toleration could open
+    assert set(policies) == set(bindings) == expected
+    for manifest in plan_named(name).by_family("admission"):
+        assert manifest.file == FILE
+        assert manifest.obj["metadata"]["labels"] == MANAGED_BY
+        assert manifest.obj["apiVersion"] == "admissionregistration.k8s.io/v1"
+    for policy in policies.values():
+        assert policy["spec"]["failurePolicy"] == "Fail"
+        assert all(
+            v["reason"] == "Forbidden" and v["message"] and v["messageExpression"]
+            for v in policy["spec"]["validations"]
+        )
+        assert all("\n" not in v["message"] for v in policy["spec"]["validations"])
+    for binding_name, binding in bindings.items():
+        assert binding["spec"]["policyName"] == binding_name
+        assert binding["spec"]["validationActions"] == ["Deny"]
+
+
+def test_tenants_are_bound_by_namespace_name_and_system_namespaces_are_left_alone() -> None:
+    ctx = context_named("seed-article")
+    bindings = {
+        m.name: m.obj["spec"]["matchResources"]["namespaceSelector"]
+        for m in plan_named("seed-article").by_family("admission")
+        if m.kind == "ValidatingAdmissionPolicyBinding"
+    }
+    for tenant in ctx.blueprint.tenants:
+        assert bindings[f"gpustack-tenant-{tenant.name}"] == {
+            "matchExpressions": [{"key": NAME_LABEL, "operator": "In", "values": sorted(tenant.namespaces)}]
+        }
+    tenant_namespaces = sorted(ns for t in ctx.blueprint.tenants for ns in t.namespaces)
+    system = ["gpu-operator", "kube-system", "nvidia-device-plugin"]
+    assert bindings[UNKNOWN_TENANT_POLICY]["matchExpressions"] == [
+        {"key": TENANT_LABEL, "operator": "Exists"},
+        {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(system + tenant_namespaces)},
+    ]
+    assert bindings[NON_TENANT_POLICY]["matchExpressions"] == [
+        {"key": TENANT_LABEL, "operator": "DoesNotExist"},
+        {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(system + tenant_namespaces)},
+    ]
+
+
+def test_a_system_namespace_handed_to_a_tenant_is_still_not_checked() -> None:
+    data = yaml.safe_load(BLUEPRINT_FILES["quickstart"].read_text())
+    data["spec"]["tenants"][0]["namespaces"] = ["ml", "nvidia-device-plugin"]
+    result = validate_text(json.dumps(data), "system.json")
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    objects = [m.obj for m in compile_blueprint(result.blueprint).by_family("admission")]
+    binding = next(o for o in objects if o["metadata"]["name"] == "gpustack-tenant-ml" and "policyName" in o["spec"])
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["ml"]
+    device_plugin = {**pod("plugin", tolerations=[{"key": "gpustack.io/pool", "operator": "Exists"}])}
+    device_plugin["metadata"]["namespace"] = "nvidia-device-plugin"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-device-plugin"}}
+    namespace["metadata"]["labels"] = {NAME_LABEL: "nvidia-device-plugin", TENANT_LABEL: "ml"}
+    assert Admission(objects).review(Request("CREATE", device_plugin, namespace)).admitted
+
+
+def blueprint_text(name: str, **spec: Any) -> str:
+    data = yaml.safe_load(BLUEPRINT_FILES[name].read_text())
+    data["spec"].update(spec)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("version", ["1.25", "1.29"])
+def test_kubernetes_without_the_api_gets_no_policies_and_a_warning(version: str) -> None:
+    text = blueprint_text("seed-article", kubernetes={"version": version})
+    result = validate_text(text, "old.json")
+    assert result.ok and result.blueprint is not None
+    assert compile_admission(Context(result.blueprint, load_catalog())).objects == []
+    assert compile_blueprint(result.blueprint).by_family("admission") == ()
+    assert [d.code for d in result.diagnostics if d.code == "GS803"] == ["GS803"]
+
+
+@pytest.mark.parametrize("version", ["1.30", manifest_schemas.newest_version()])
+def test_kubernetes_with_the_api_gets_policies_and_no_warning(version: str) -> None:
+    result = validate_text(blueprint_text("seed-article", kubernetes={"version": version}), "new.json")
+    assert result.ok and result.blueprint is not None
+    assert compile_blueprint(result.blueprint).by_family("admission")
+    assert "GS803" not in [d.code for d in result.diagnostics]
+
+
+def test_no_dedicated_taint_means_no_policy_for_namespaces_without_a_tenant() -> None:
+    data = yaml.safe_load(BLUEPRINT_FILES["multi-tenant"].read_text())
+    data["spec"]["nodePools"] = [p for p in data["spec"]["nodePools"] if p["name"] != "a100-40-training"]
+    data["spec"]["tenants"] = [t for t in data["spec"]["tenants"] if t["name"] != "research"]
+    data["spec"]["workloads"] = [w for w in data["spec"]["workloads"] if w["tenant"] != "research"]
+    result = validate_text(json.dumps(data), "shared.json")
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    names = {m.name for m in compile_blueprint(result.blueprint).by_family("admission")}
+    assert NON_TENANT_POLICY not in names and "gpustack-tenant-payments" in names
+
+
+def test_output_is_deterministic_and_in_apply_order() -> None:
+    first = compile_blueprint(blueprint_named("edge-cases")).by_family("admission")
+    second = compile_blueprint(blueprint_named("edge-cases")).by_family("admission")
+    assert [m.obj for m in first] == [m.obj for m in second]
+    kinds = [m.kind for m in first]
+    assert kinds == sorted(kinds, key=lambda k: k != "ValidatingAdmissionPolicy")  # policies before their bindings
+    assert [m.name for m in first if m.kind == "ValidatingAdmissionPolicy"] == sorted(
+        m.name for m in first if m.kind == "ValidatingAdmissionPolicy"
+    )
+
+
+def test_every_expression_is_portable_cel() -> None:
+    """No Kubernetes-only library or syntax cel-python lacks; each expression parses on its own."""
+    import celpy
+
+    for name in BLUEPRINT_FILES:
+        for policy in admission_named(name).policies.values():
+            for path, expression in policy_expressions(policy):
+                environment = celpy.Environment()
+                environment.compile(expression)  # raises on anything cel-python cannot parse
+                for banned in ("quantity(", ".join(", "optional", "?.", "authorizer", "params"):
+                    assert banned not in expression, f"{name} {policy['metadata']['name']} {path}: {banned}"
+
+
+# --- the evaluator itself: what it cannot evaluate is never a pass ---------------------------------------------------
+
+
+def tiny_policy(
+    validations: list[dict[str, str]],
+    variables: list[dict[str, str]] | None = None,
+    conditions: list[dict[str, str]] | None = None,
+    actions: tuple[str, ...] = ("Deny",),
+) -> list[dict[str, Any]]:
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+    spec: dict[str, Any] = {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": rules}}
+    if conditions:
+        spec["matchConditions"] = conditions
+    if variables:
+        spec["variables"] = variables
+    spec["validations"] = validations
+    meta = {"name": "p"}
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": meta,
+            "spec": spec,
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": meta,
+            "spec": {"policyName": "p", "validationActions": list(actions)},
+        },
+    ]
+
+
+def review_tiny(objects: list[dict[str, Any]]) -> Verdict:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {NAME_LABEL: "ns"}}}
+    obj = {**pod("x"), "metadata": {"name": "x", "namespace": "ns"}}
+    return Admission(objects).review(Request("CREATE", obj, namespace))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "quantity('1Gi').isGreaterThan(quantity('1Mi'))",  # Kubernetes' quantity library
+        "['a', 'b'].join(',') == 'a,b'",  # cel-go's strings extension
+        "object.?spec.orValue(null) != null",  # optional types
+        "authorizer.requestResource.check('get').allowed()",  # not provided
+        "object.spec.nodeName == ''",  # a missing field is an error, as in Kubernetes
+    ],
+)
+def test_an_expression_cel_python_cannot_evaluate_is_reported_never_passed(expression: str) -> None:
+    result = review_tiny(tiny_policy([{"expression": expression, "message": "m"}]))
+    assert result.not_evaluated and not result.admitted
+    assert "not evaluated" in result.denials[0]  # failurePolicy Fail refuses the request, and says why
+
+
+def test_a_validation_that_returns_no_bool_is_not_evaluated() -> None:
+    result = review_tiny(tiny_policy([{"expression": "'yes'"}]))
+    assert result.not_evaluated == ["p spec.validations[0].expression: returned StringType, not a bool"]
+
+
+def test_variables_are_lazy_and_see_only_earlier_variables() -> None:
+    broken = {"name": "broken", "expression": "object.spec.nodeName"}  # an error, but never referred to
+    early = {"name": "early", "expression": "variables.late"}
+    late = {"name": "late", "expression": "true"}
+    fine = tiny_policy([{"expression": "true"}], [broken])
+    assert review_tiny(fine).admitted and review_tiny(fine).evaluated == [("p", "spec.validations[0].expression")]
+    forward = review_tiny(tiny_policy([{"expression": "variables.early"}], [early, late]))
+    assert forward.not_evaluated and "undefined variable 'late'" in forward.not_evaluated[0]
+
+
+def test_a_false_match_condition_skips_the_policy_even_beside_an_error() -> None:
+    conditions = [{"name": "no", "expression": "false"}, {"name": "bad", "expression": "object.spec.nodeName == ''"}]
+    assert review_tiny(tiny_policy([{"expression": "false"}], conditions=conditions)).admitted
+    erring = review_tiny(tiny_policy([{"expression": "true"}], conditions=conditions[1:]))
+    assert erring.not_evaluated and not erring.admitted
+
+
+def test_messages_as_the_api_server_words_them() -> None:
+    dynamic = review_tiny(tiny_policy([{"expression": "false", "message": "static", "messageExpression": "'dyn'"}]))
+    assert dynamic.denials == ["ValidatingAdmissionPolicy 'p' with binding 'p' denied request: dyn"]
+    for bad in ("object.spec.nodeName", "'two\\nlines'", "''"):
+        validation = {"expression": "false", "message": "static", "messageExpression": bad}
+        result = review_tiny(tiny_policy([validation]))
+        assert result.denials == ["ValidatingAdmissionPolicy 'p' with binding 'p' denied request: static"]
+        assert result.not_evaluated  # the fallback is the API server's; for the tests it is still a failure
+    bare = review_tiny(tiny_policy([{"expression": "1 > 2"}]))
+    assert bare.denials == ["ValidatingAdmissionPolicy 'p' with binding 'p' denied request: failed expression: 1 > 2"]
+
+
+def test_warn_and_audit_do_not_deny() -> None:
+    result = review_tiny(tiny_policy([{"expression": "false", "message": "careful"}], actions=("Warn", "Audit")))
+    assert result.admitted and result.warnings == ["careful"]
+
+
+def test_unknown_policy_fields_are_refused_rather_than_ignored() -> None:
+    objects = tiny_policy([{"expression": "true"}])
+    objects[0]["spec"]["paramKind"] = {"apiVersion": "v1", "kind": "ConfigMap"}
+    with pytest.raises(NotImplementedError):
+        Admission(objects)
