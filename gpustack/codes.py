@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "GS203": "a node is in two pools",
     "GS204": "a reference to a pool that does not exist",
     "GS205": "a reference to a tenant (or tenant namespace) that does not exist",
+    "GS206": "a tenant claims a system namespace",
     # hardware (gpustack.checks.hardware)
     "GS301": "unknown GPU model",
     "GS302": "MIG on a GPU model without MIG",
@@ -68,6 +69,7 @@ CODES: dict[str, str] = {
     "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
     "GS702": "a NoExecute taint",
     "GS703": "a HAMi pool shared by tenants: its isolation is bypassable",
+    "GS704": "pools of different tenants share a taint",
     # cluster (gpustack.checks.cluster)
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",

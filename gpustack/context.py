@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
-from gpustack.model import Blueprint, NodePool, Tenant, Workload
+from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, pool_offers
 
@@ -73,6 +73,18 @@ class Context:
             return workload.namespace
         tenant = self.tenants.get(workload.tenant)
         return tenant.namespaces[0] if tenant is not None else workload.tenant
+
+    @cached_property
+    def system_namespaces(self) -> tuple[str, ...]:
+        """Namespaces whose pods must reach every pool (device plugins, MIG manager, kube-system's node agents).
+
+        Admission policies leave them alone, so they can never be a tenant's.
+        """
+        blueprint = self.blueprint
+        names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
+        if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in blueprint.pools):
+            names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
+        return tuple(sorted(names))
 
     @cached_property
     def tenants_by_pool(self) -> dict[str, list[str]]:

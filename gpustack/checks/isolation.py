@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.context import Context
-from gpustack.diagnostic import Diagnostic
+from gpustack.diagnostic import Diagnostic, JsonPath
 from gpustack.model import SharingStrategy
 
 
@@ -56,4 +56,32 @@ def check_hami_pool_shared_by_tenants(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
-RULES = (check_gpu_taint_on_dedicated_pool, check_no_execute, check_hami_pool_shared_by_tenants)
+def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
+    first: dict[tuple[str, str | None, str], tuple[str, JsonPath]] = {}
+    for pool in ctx.blueprint.pools:
+        for taint in pool.taints:
+            key = (taint.key, taint.value, taint.effect)
+            if key not in first:
+                first[key] = (pool.name, taint.path)
+                continue
+            other, other_path = first[key]
+            tenants = set(ctx.tenants_by_pool.get(pool.name, [])) ^ set(ctx.tenants_by_pool.get(other, []))
+            if tenants:
+                written = f"{taint.key}={taint.value}" if taint.value is not None else taint.key
+                yield ctx.warning(
+                    "GS704",
+                    (*taint.path, "key"),
+                    f"pools '{other}' and '{pool.name}' share the taint {written}:{taint.effect} but not their "
+                    f"tenants ({', '.join(sorted(tenants))} may use only one of them): a pod that tolerates it and "
+                    "selects no pool can land on either",
+                    f"give each pool a taint of its own, e.g. gpustack.io/pool={pool.name}",
+                    related=[other_path],
+                )
+
+
+RULES = (
+    check_gpu_taint_on_dedicated_pool,
+    check_no_execute,
+    check_hami_pool_shared_by_tenants,
+    check_taints_shared_across_tenants,
+)

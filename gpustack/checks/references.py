@@ -131,4 +131,25 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_unique_names, check_namespace_owners, check_nodes_in_one_pool, check_references)
+def check_system_namespaces(ctx: Context) -> Iterator[Diagnostic]:
+    system = set(ctx.system_namespaces)
+    for tenant in ctx.blueprint.tenants:
+        for i, namespace in enumerate(tenant.namespaces):
+            if namespace in system or namespace.startswith("kube-"):
+                yield ctx.error(
+                    "GS206",
+                    (*tenant.path, "namespaces", i),
+                    f"tenant '{tenant.name}' claims namespace '{namespace}', which belongs to the cluster's own "
+                    "components (GPU device plugins, the MIG manager, Kubernetes itself)",
+                    "those namespaces must reach every pool, so gpustack's admission policies leave them alone and "
+                    "a tenant there would be unconfined; give the tenant a namespace of its own",
+                )
+
+
+RULES = (
+    check_unique_names,
+    check_namespace_owners,
+    check_nodes_in_one_pool,
+    check_references,
+    check_system_namespaces,
+)

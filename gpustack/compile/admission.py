@@ -44,9 +44,6 @@ NON_TENANT_POLICY = "gpustack-dedicated-pools"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # the kubelet sets it to the node name unless --hostname-override says else
 DEFAULT_SCHEDULER = "default-scheduler"
-# Namespaces whose pods must reach every pool: the device plugins' DaemonSets tolerate every pool taint by design,
-# and the MIG manager runs on every MIG-capable node. kube-system holds the node agents Kubernetes itself needs.
-SYSTEM_NAMESPACES = ("kube-system",)
 REASON = "Forbidden"
 OPERATIONS = ["CREATE", "UPDATE"]
 # Every kind whose objects carry pod specs. Pods are the guarantee; the others fail early and clearly.
@@ -480,10 +477,7 @@ def build_unknown_tenant_objects(ctx: Context) -> list[Object]:
 
 
 def list_system_namespaces(ctx: Context) -> list[str]:
-    names = {*SYSTEM_NAMESPACES, ctx.blueprint.device_plugin.namespace, ctx.blueprint.mig_manager.namespace}
-    if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools):
-        names.add(ctx.blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
-    return sorted(names)
+    return list(ctx.system_namespaces)
 
 
 def build_non_tenant_objects(ctx: Context) -> list[Object]:
