@@ -30,7 +30,7 @@ from gpustack.model import Blueprint
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO.parent / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "device-plugin-values.yaml"
-# Label-value syntax (format-spec.md `label-value`); a config key is also a ConfigMap key, a looser syntax.
+# Label-value syntax (blueprint-format.md `label-value`); a config key is also a ConfigMap key, a looser syntax.
 LABEL_VALUE = KEY_PATTERN
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 

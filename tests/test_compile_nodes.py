@@ -23,7 +23,7 @@ from gpustack.context import Context
 from gpustack.model import Blueprint
 
 LABEL_VALUE_MAX = 63
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # format-spec.md `label-value`
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # blueprint-format.md `label-value`
 
 
 def pool(name: str, model: str = "L4", *, nodes: list[str], **extra: Any) -> dict:

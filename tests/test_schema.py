@@ -21,7 +21,7 @@ CASES = Path(__file__).parent / "cases" / "schema"
 VALID = CASES / "valid"
 SKETCH = REPO.parent / "shared" / "design" / "blueprint-sketch.yaml"
 
-# The sketch's `pretrain` workload has no image, but docs/format-spec.md makes image required
+# The sketch's `pretrain` workload has no image, but docs/blueprint-format.md makes image required
 # (a VolcanoJob cannot run without one). The spec wins; this is the only difference allowed.
 SKETCH_GAPS = {("GS102", ("spec", "workloads", 1), "missing required field 'image' in workloads[1]")}
 
