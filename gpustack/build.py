@@ -17,8 +17,12 @@ from gpustack.model import (
     DEFAULT_HAMI_CHART_VERSION,
     DEFAULT_HAMI_NAMESPACE,
     DEFAULT_HAMI_SCHEDULER,
+    DEFAULT_KUEUE_CHART_VERSION,
+    DEFAULT_KUEUE_NAMESPACE,
     DEFAULT_MIG_CONFIGMAP,
     DEFAULT_MIG_NAMESPACE,
+    DEFAULT_VOLCANO_CHART_VERSION,
+    DEFAULT_VOLCANO_NAMESPACE,
     DEFAULT_VOLCANO_QUEUE_WEIGHT,
     KUEUE_V1BETA2,
     Blueprint,
@@ -69,8 +73,24 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         workloads=tuple(_workload(w, ("spec", "workloads", i)) for i, w in enumerate(spec.get("workloads", []))),
         source=source,
         hami=_hami(spec.get("hami", {})),
-        kueue=KueueSettings(api_version=spec.get("kueue", {}).get("apiVersion", KUEUE_V1BETA2)),
-        volcano=VolcanoSettings(binpack=spec.get("volcano", {}).get("binpack", False)),
+        kueue=_kueue(spec.get("kueue", {})),
+        volcano=_volcano(spec.get("volcano", {})),
+    )
+
+
+def _kueue(data: Data) -> KueueSettings:
+    return KueueSettings(
+        api_version=data.get("apiVersion", KUEUE_V1BETA2),
+        chart_version=data.get("chartVersion", DEFAULT_KUEUE_CHART_VERSION),
+        namespace=data.get("namespace", DEFAULT_KUEUE_NAMESPACE),
+    )
+
+
+def _volcano(data: Data) -> VolcanoSettings:
+    return VolcanoSettings(
+        binpack=data.get("binpack", False),
+        chart_version=data.get("chartVersion", DEFAULT_VOLCANO_CHART_VERSION),
+        namespace=data.get("namespace", DEFAULT_VOLCANO_NAMESPACE),
     )
 
 

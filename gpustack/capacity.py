@@ -15,6 +15,7 @@ from gpustack.context import Context
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import GIB, format_gib, parse_quantity
+from gpustack.quota import quota_ceiling
 from gpustack.templating import package_template
 
 ISOLATION_WORDS = {
@@ -63,15 +64,23 @@ class Grant:
     quota: int | None  # None: no quota, the tenant may take all the pool has
     capacity: int
     demand: int
+    ceiling: int | None = None  # quota plus what a Kueue tenant may borrow from its cohort; None: the quota
+
+    @property
+    def limit(self) -> int | None:
+        return self.ceiling if self.ceiling is not None else self.quota
 
     @property
     def status(self) -> str:
-        if self.quota is not None and self.demand > self.quota:
-            return "templates need more than the quota"
+        limit = self.limit
+        if limit is not None and self.demand > limit:
+            return "templates need more than the quota" + (" and what it may borrow" if limit != self.quota else "")
         if self.demand > self.capacity:
             return "templates need more than the pool has"
         if self.quota is not None and self.quota > self.capacity:
             return "quota above what the pool has"
+        if self.quota is not None and self.demand > self.quota:
+            return "ok, borrowing from the cohort"
         return "ok"
 
 
@@ -158,7 +167,10 @@ def _grants(
         for unit in pool.units:
             wanted = demand.get((tenant_name, pool_name, unit.resource), 0)
             limit = quota.get(unit.resource)  # a ResourceQuota limits only the resources it names
-            grants.append(Grant(pool_name, unit.resource, limit, unit.total, wanted))
+            ceiling = None if limit is None else quota_ceiling(context, tenant, pool_name, unit.resource, limit)
+            grants.append(
+                Grant(pool_name, unit.resource, limit, unit.total, wanted, ceiling if ceiling != limit else None)
+            )
     return grants
 
 
@@ -256,6 +268,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                         "pool": g.pool,
                         "resource": g.resource,
                         "quota": g.quota,
+                        "withBorrowing": g.ceiling,
                         "capacity": g.capacity,
                         "demand": g.demand,
                         "status": g.status,
@@ -289,7 +302,8 @@ def render_chart(data: dict[str, Any]) -> str:
     for tenant in data["tenants"]:
         for grant in tenant["grants"]:
             label = f"{tenant['name']} on {grant['pool']}: {grant['resource']}"
-            rows.append(_row(label, "tenant", grant["capacity"], grant["quota"], grant["demand"]))
+            limit = grant["withBorrowing"] if grant["withBorrowing"] is not None else grant["quota"]
+            rows.append(_row(label, "tenant", grant["capacity"], limit, grant["demand"]))
     return package_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
 
 

@@ -50,7 +50,7 @@ CODES: dict[str, str] = {
     "GS502": "a quota on a resource the pool does not advertise",
     "GS503": "a quota on a pool the tenant is not allowed on",
     "GS504": "a workload on a pool its tenant is not allowed on",
-    "GS505": "a tenant's templates need more than its quota",
+    "GS505": "a tenant's templates need more than its quota (plus what a Kueue tenant may borrow)",
     "GS506": "quotas on pools that advertise the same resource name",
     "GS507": "a per-namespace quota repeated across a tenant's namespaces",
     "GS508": "a Kueue tenant's pool without nodeResources for the ClusterQueue's cpu and memory",

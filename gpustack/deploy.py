@@ -17,8 +17,8 @@ What is registered, in dependency order (each stage waits for every earlier one)
    `helm/v4` Chart with the compiled values; after the labels, so the device plugin starts on nodes
    that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
-   Volcano queues). After the charts, which are assumed to install their CRDs; a CRD installed
-   outside the Plan (e.g. Volcano set up separately) must exist before `pulumi up`.
+   Volcano queues). After the charts, which install their CRDs (the Volcano and Kueue releases come
+   with the tenants that use them).
 5. `<name>-workloads` (built-in kinds) and `<name>-custom-workloads` (e.g. Volcano Jobs).
 
 Group membership depends only on an object's kind and API group, never on its neighbours: a
@@ -436,10 +436,12 @@ class GpuCluster(pulumi.ComponentResource):
             f"{name}-{release.name}",
             # The release name the compiled README's `helm upgrade --install` uses, so object names match.
             name=release.name,
-            chart=release.chart,
+            # An OCI chart is named by its full oci:// reference and has no repository to add (helm/v4 Chart pulls
+            # it from the registry); a chart of an HTTP(S) repository is named by its chart name in that repository.
+            chart=release.chart_ref,
             version=release.version,
             namespace=release.namespace,
-            repository_opts=RepositoryOptsArgs(repo=release.repository),
+            repository_opts=None if release.oci else RepositoryOptsArgs(repo=release.repository),
             values=release.values,
             opts=self._component_opts(depends_on),
         )

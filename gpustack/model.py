@@ -21,6 +21,15 @@ DEFAULT_HAMI_CHART_VERSION = "2.10.0"
 DEFAULT_HAMI_CHART_REPOSITORY = "https://project-hami.github.io/HAMi"
 DEFAULT_HAMI_NAMESPACE = "kube-system"  # where HAMi's own install guide puts it
 DEFAULT_HAMI_SCHEDULER = "hami-scheduler"  # the chart's `schedulerName` default
+# Kueue v0.19.2, the release the Kueue objects were checked against (its CRDs, CEL rules included); its chart is
+# published only as an OCI artifact.
+DEFAULT_KUEUE_CHART_VERSION = "0.19.2"
+KUEUE_CHART_REPOSITORY = "oci://registry.k8s.io/kueue/charts"
+DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+# Volcano v1.15.1, the release the scheduler configuration and the Queue/Job CRDs were checked against.
+DEFAULT_VOLCANO_CHART_VERSION = "1.15.1"
+VOLCANO_CHART_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
+DEFAULT_VOLCANO_NAMESPACE = "volcano-system"
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage version since v0.16
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 DEFAULT_VOLCANO_QUEUE_WEIGHT = 1
@@ -102,12 +111,22 @@ class HamiSettings:
 
 @dataclass(frozen=True)
 class KueueSettings:
+    """The Kueue objects' API version, and the Kueue Helm release, installed when a tenant uses scheduler: kueue."""
+
     api_version: str = KUEUE_V1BETA2
+    chart_version: str = DEFAULT_KUEUE_CHART_VERSION
+    namespace: str = DEFAULT_KUEUE_NAMESPACE
+    path: JsonPath = ("spec", "kueue")
 
 
 @dataclass(frozen=True)
 class VolcanoSettings:
+    """The Volcano Helm release, installed when a tenant uses scheduler: volcano or a workload is a VolcanoJob."""
+
     binpack: bool = False  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
+    chart_version: str = DEFAULT_VOLCANO_CHART_VERSION
+    namespace: str = DEFAULT_VOLCANO_NAMESPACE
+    path: JsonPath = ("spec", "volcano")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
             "name": r.name,
             "chart": r.chart,
             "repository": r.repository,
+            "oci": r.oci,
+            "chart_ref": r.chart_ref if r.oci else f"{r.name}/{r.chart}",
             "version": r.version,
             "namespace": r.namespace,
             "values_file": r.values_file,

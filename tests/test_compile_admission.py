@@ -8,7 +8,8 @@ tests/cases/admission/blueprints:
 - what compile_workloads generates, and the pods its controllers would create from it: all admitted;
 - a sweep derived from the blueprint alone (not from the policies): for every tenant, every taint, node label and
   hostname of every pool it is not granted, wildcard tolerations, nodeName and foreign schedulers: all denied,
-  naming what is not theirs; and for namespaces without a tenant, every dedicated pool's taint.
+  naming what is not theirs; and for namespaces without a tenant, the taint of every pool granted to any tenant
+  (shared or not), and nothing of a pool granted to no tenant.
 
 No expression may come back "not evaluated", and every expression of every policy must be evaluated at least once.
 """
@@ -373,16 +374,31 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
 
 
 def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
-    """A namespace without a tenant: every dedicated pool's taint is refused, and a GPU pod's wildcard."""
+    """A namespace without a tenant: the taint of every pool granted to a tenant (one or several) is refused, and a
+    GPU pod's wildcard; a pool granted to no tenant stays open."""
     nobody = Who("", "team-x", frozenset(), frozenset())
-    dedicated = [p for p in ctx.blueprint.pools if len(ctx.tenants_by_pool.get(p.name, [])) == 1]
-    for pool in dedicated:
+    granted = [p for p in ctx.blueprint.pools if ctx.tenants_by_pool.get(p.name)]
+    granted_taints = {(t.key, t.value, t.effect) for p in granted for t in p.taints}
+    for pool in granted:
         for taint in pool.taints:
             text = describe_taint(taint)
+            tenants = ctx.tenants_by_pool[pool.name]
+            owner = f"tenant {tenants[0]}" if len(tenants) == 1 else f"tenants {', '.join(tenants[:-1])} and "
             message = f"namespace team-x belongs to no tenant: it may not tolerate {text}, the taint of "
             obj = pod("d", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
-            yield nobody.case(blueprint, f"dedicated/{pool.name}/{text}", obj, message)
-    tainted = [p for p in dedicated if p.taints]
+            yield nobody.case(blueprint, f"granted/{pool.name}/{text}", obj, message)
+            obj = pod("d", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
+            yield nobody.case(blueprint, f"owner/{pool.name}/{text}", obj, f"{pool.name} (granted to {owner}")
+            exists = pod("e", tolerations=[{"key": taint.key, "operator": "Exists"}])  # every value, every effect
+            message = "namespace team-x belongs to no tenant: it may not tolerate "
+            yield nobody.case(blueprint, f"exists/{pool.name}/{text}", exists, message)
+    for pool in (p for p in ctx.blueprint.pools if not ctx.tenants_by_pool.get(p.name)):
+        for taint in pool.taints:
+            if (taint.key, taint.value, taint.effect) in granted_taints:
+                continue  # a taint it shares with a granted pool stays closed
+            obj = pod("o", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
+            yield nobody.case(blueprint, f"ungranted/{pool.name}/{describe_taint(taint)}", obj)
+    tainted = [p for p in granted if p.taints]
     if tainted:
         resource = ctx.offers[tainted[0].name][0].resource
         gpu = {**CONTAINER, "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}}}
@@ -456,8 +472,8 @@ def test_policies_deny_fail_closed_and_are_named_and_labelled(name: str) -> None
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
     bindings = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
     expected = {f"gpustack-tenant-{t.name}" for t in ctx.blueprint.tenants} | {UNKNOWN_TENANT_POLICY}
-    if any(p.taints and len(ctx.tenants_by_pool[p.name]) == 1 for p in ctx.blueprint.pools):
-        expected.add(NON_TENANT_POLICY)  # only where a dedicated pool has a taint a toleration could open
+    if any(p.taints and ctx.tenants_by_pool[p.name] for p in ctx.blueprint.pools):
+        expected.add(NON_TENANT_POLICY)  # only where a granted pool has a taint a toleration could open
     assert set(policies) == set(bindings) == expected
     for manifest in plan_named(name).by_family("admission"):
         assert manifest.file == FILE
@@ -538,13 +554,34 @@ def test_kubernetes_with_the_api_gets_policies_and_no_warning(version: str) -> N
     assert "GS803" not in [d.code for d in result.diagnostics]
 
 
-def test_no_dedicated_taint_means_no_policy_for_namespaces_without_a_tenant() -> None:
+def test_a_pool_shared_by_every_tenant_is_still_closed_to_namespaces_without_one() -> None:
+    """The kueue blueprint shares both pools between both tenants: no pool is dedicated, every one is granted."""
+    ctx = context_named("kueue")
+    assert all(len(ctx.tenants_by_pool[p.name]) > 1 for p in ctx.blueprint.pools)
+    assert NON_TENANT_POLICY in admission_named("kueue").policies
+    toleration = {"key": POOL_LABEL, "operator": "Exists"}
+    h100 = {**CONTAINER, "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+    obj = {**pod("h100", tolerations=[toleration]), "metadata": {"name": "h100", "namespace": "default"}}
+    obj["spec"]["containers"] = [h100]
+    result = admission_named("kueue").review(Request("CREATE", obj, namespace_object("kueue", "default")))
+    assert result.not_evaluated == []
+    assert result.denials == [
+        f"ValidatingAdmissionPolicy '{NON_TENANT_POLICY}' with binding '{NON_TENANT_POLICY}' denied request: "
+        "namespace default belongs to no tenant: it may not tolerate gpustack.io/pool=a100:NoSchedule, the taint of "
+        "pool a100 (granted to tenants team-a and team-b) (and 1 more such taint)"
+    ]
+
+
+def test_no_granted_taint_means_no_policy_for_namespaces_without_a_tenant() -> None:
+    """Only pools granted to no tenant carry taints: nothing a namespace without a tenant may not tolerate."""
     data = yaml.safe_load(BLUEPRINT_FILES["multi-tenant"].read_text())
-    data["spec"]["nodePools"] = [p for p in data["spec"]["nodePools"] if p["name"] != "a100-40-training"]
-    data["spec"]["tenants"] = [t for t in data["spec"]["tenants"] if t["name"] != "research"]
-    data["spec"]["workloads"] = [w for w in data["spec"]["workloads"] if w["tenant"] != "research"]
-    result = validate_text(json.dumps(data), "shared.json")
-    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    for pool in data["spec"]["nodePools"]:
+        pool.pop("taints", None)
+    spare = {"name": "spare", "gpu": {"model": "L4", "count": 4}, "nodes": ["spare-1"]}
+    spare["taints"] = [{"key": POOL_LABEL, "value": "spare", "effect": "NoSchedule"}]
+    data["spec"]["nodePools"].append(spare)
+    result = validate_text(json.dumps(data), "untainted.json")
+    assert result.blueprint is not None, [d.message for d in result.diagnostics]
     names = {m.name for m in compile_blueprint(result.blueprint).by_family("admission")}
     assert NON_TENANT_POLICY not in names and "gpustack-tenant-payments" in names
 

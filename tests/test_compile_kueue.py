@@ -190,13 +190,28 @@ def test_a_flavor_per_pool_with_its_label_taints_and_tolerations() -> None:
 
 
 def test_cluster_queue_is_for_the_tenants_namespaces_only() -> None:
-    namespaces = {m.name: m.obj["metadata"]["labels"] for m in plan().objects if m.kind == "Namespace"}
+    """Selected by name (the label the API server sets and nobody can change), as the admission policies bind them:
+    a namespace relabelled with the tenant's label does not get the tenant's queue, nor does one stripped of it lose it.
+    """
+    name_label = "kubernetes.io/metadata.name"
+    namespaces = {
+        m.name: {**m.obj["metadata"]["labels"], name_label: m.name} for m in plan().objects if m.kind == "Namespace"
+    }
     for name, queue in of_kind("ClusterQueue").items():
-        selector = queue["spec"]["namespaceSelector"]["matchLabels"]
-        assert selector == {TENANT_LABEL: name}
-        selected = {ns for ns, labels in namespaces.items() if selector.items() <= labels.items()}
         tenant = sample().tenant(name)
-        assert tenant is not None and selected == set(tenant.namespaces)
+        assert tenant is not None
+        selector = queue["spec"]["namespaceSelector"]
+        assert selector == {
+            "matchExpressions": [{"key": name_label, "operator": "In", "values": sorted(tenant.namespaces)}]
+        }
+        (expression,) = selector["matchExpressions"]
+        forged = {"intruder": {TENANT_LABEL: name, name_label: "intruder"}}
+        stripped = {ns: {k: v for k, v in labels.items() if k != TENANT_LABEL} for ns, labels in namespaces.items()}
+        for candidates in (namespaces, forged, stripped):
+            selected = {
+                ns for ns, labels in candidates.items() if labels.get(expression["key"]) in expression["values"]
+            }
+            assert selected == set(tenant.namespaces) & set(candidates)
 
 
 def test_covered_resources_are_cpu_memory_and_exactly_what_the_pools_advertise() -> None:

@@ -218,9 +218,17 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
     for release in plan.releases:
         chart = charts[release.name]
         assert chart["values"] == yaml.safe_load(files[release.values_file])
-        assert chart["chart"] == release.chart and chart["version"] == release.version
-        assert chart["namespace"] == release.namespace
-        assert chart["repositoryOpts"] == {"repo": release.repository}
+        assert chart["version"] == release.version and chart["namespace"] == release.namespace
+        if release.oci:
+            # An OCI chart (Kueue's) is named by its full oci:// reference, with no repository to add.
+            assert chart["chart"] == f"{release.repository}/{release.chart}" and chart["chart"].startswith("oci://")
+            assert "repositoryOpts" not in chart
+        else:
+            assert chart["chart"] == release.chart
+            assert chart["repositoryOpts"] == {"repo": release.repository}
+    # Every example that has Kueue tenants installs Kueue from its OCI chart.
+    kueue = [r for r in plan.releases if r.name == "kueue"]
+    assert all(r.oci and r.version == "0.19.2" for r in kueue)
 
 
 def test_owning_taints_applies_the_taint_patches_too(harness: Harness) -> None:
@@ -266,14 +274,16 @@ def test_stages_wait_for_what_they_need(harness: Harness) -> None:
         return {by_urn[u] for u in harness.named(name).dependencies}
 
     nodes = {r.name for r in harness.of_type(NODE_PATCH)}
-    namespaces = {"gs-namespaces", "gs-namespace-nvidia-device-plugin"}
-    assert deps("gs-namespaces") == set() and deps("gs-namespace-nvidia-device-plugin") == set()
+    # The seed blueprint's Volcano tenant brings the Volcano chart, and its namespace.
+    namespaces = {"gs-namespaces", "gs-namespace-nvidia-device-plugin", "gs-namespace-volcano-system"}
+    assert all(deps(namespace) == set() for namespace in namespaces)
     assert deps("gs-cluster") == deps("gs-tenancy") == namespaces
     # Node labels name the MIG config, which the GPU Operator looks up at once: the ConfigMap comes first.
     assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy"} for node in nodes)
     assert deps("gs-nvidia-device-plugin") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
-    charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin"} | nodes
-    # The Volcano Queue after the charts (which bring CRDs), the workloads (and the Volcano Job) after the queue.
+    assert deps("gs-volcano") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
+    charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin", "gs-volcano"} | nodes
+    # The Volcano Queue after the charts (Volcano's brings its CRDs), the workloads (and the Volcano Job) after it.
     assert deps("gs-custom-resources") == charts_done
     everything_before = charts_done | {"gs-custom-resources"}
     assert deps("gs-workloads") == everything_before

@@ -152,6 +152,41 @@ def test_helm_values_changes_are_objects_too() -> None:
     assert "-  x: 1\n+  x: 2\n" in changes[0].diff
 
 
+def test_a_sharing_change_shows_the_nodes_device_plugin_config_label_changing() -> None:
+    before, after = side("sharing-mode", "before"), side("sharing-mode", "after")
+    nodes = [c for c in manifest_changes(before.plan, after.plan) if c.kind == "Node"]
+    assert [(c.name, c.file, c.status) for c in nodes] == [
+        ("l4-a", "nodes/nodes.yaml", Status.CHANGED),
+        ("l4-b", "nodes/nodes.yaml", Status.CHANGED),
+    ]
+    for c in nodes:
+        assert "-    nvidia.com/device-plugin.config: whole-gpu\n" in c.diff
+        assert "+    nvidia.com/device-plugin.config: time-slicing-4-renamed\n" in c.diff
+
+
+def test_a_node_patched_by_two_families_shows_both_its_label_and_its_taint_changes() -> None:
+    before, after = side("nodes-taints-chart", "before"), side("nodes-taints-chart", "after")
+    moved = [c for c in manifest_changes(before.plan, after.plan) if c.kind == "Node" and c.name == "a100-c"]
+    assert [(c.key, c.file, c.status) for c in moved] == [
+        ("v1/Node//a100-c#nodes", "nodes/nodes.yaml", Status.CHANGED),
+        ("v1/Node//a100-c#node-taints", "nodes/taints.yaml", Status.ADDED),
+    ]
+    assert "-    gpustack.io/pool: a100-train\n+    gpustack.io/pool: a100-serve\n" in moved[0].diff
+    assert "+  - key: dedicated\n" in moved[1].diff
+
+
+def test_objects_are_keyed_per_family_only_where_several_families_write_one() -> None:
+    objects = [config_map("a", {"k": "1"}), config_map("a", {"k": "2"})]
+    split = Plan("test", (Manifest("one", "1.yaml", objects[0]), Manifest("two", "2.yaml", objects[1])), (), ())
+    changes = manifest_changes(plan(config_map("a", {"k": "1"})), split)
+    assert [(c.key, c.status) for c in changes] == [
+        ("v1/ConfigMap/ns/a#one", Status.ADDED),
+        ("v1/ConfigMap/ns/a#two", Status.ADDED),
+        ("v1/ConfigMap/ns/a#test", Status.REMOVED),
+    ]
+    assert manifest_changes(plan(objects[0]), plan(objects[1]))[0].key == "v1/ConfigMap/ns/a"
+
+
 def test_unified_diff_marks_a_missing_final_newline() -> None:
     assert unified_diff("k", "a", "b").endswith("-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n")
 

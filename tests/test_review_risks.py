@@ -333,6 +333,7 @@ def test_device_plugin_chart__silent_for_other_settings_and_a_first_install() ->
 def test_tenant_access_lost__fires_when_a_pool_is_revoked() -> None:
     risk = only(risks_after(lambda d: tenant(d, "other").__setitem__("pools", ["a100"]), code="tenant-access-lost"))
     assert risk.severity is Level.MEDIUM and risk.tenants == ("other",) and risk.pools == ("l4",)
+    assert risk.nodes == ("l-a", "l-b")
 
 
 def test_tenant_access_lost__high_when_the_tenant_and_its_namespaces_go() -> None:
@@ -341,6 +342,7 @@ def test_tenant_access_lost__high_when_the_tenant_and_its_namespaces_go() -> Non
 
     risk = only(risks_after(drop_other, code="tenant-access-lost"))
     assert risk.severity is Level.HIGH and "'other'" in risk.message and "pruning" in risk.message
+    assert risk.nodes == ("l-a", "l-b")
 
 
 def test_tenant_access_lost__silent_when_access_grows() -> None:
@@ -368,6 +370,67 @@ def test_isolation_weakened__silent_when_isolation_grows() -> None:
     share_l4(rename=False)(before)
     found = assess_risks(snapshot(before, "b"), snapshot(BASE, "a"))
     assert [r for r in found if r.code == "isolation-weakened"] == []
+
+
+# unit-memory-shrinks
+
+
+def mps_l4(replicas: int) -> Edit:
+    return lambda d: pool(d, "l4").__setitem__("sharing", {"strategy": "mps", "mps": {"replicas": replicas}})
+
+
+def test_unit_memory_shrinks__fires_for_time_slicing_to_mps_with_the_pool_sizes_and_running_workloads() -> None:
+    before = copy.deepcopy(BASE)
+    share_l4(rename=False)(before)
+    after = copy.deepcopy(before)
+    mps_l4(4)(after)
+    found = assess_risks(snapshot(before, "b"), snapshot(after, "a"))
+    risk = only([r for r in found if r.code == "unit-memory-shrinks"])
+    assert risk.severity is Level.MEDIUM and risk.pools == ("l4",) and risk.nodes == ("l-a", "l-b")
+    assert "from 24 GiB to 6 GiB" in risk.title and "time-slicing -> mps" in risk.title
+    assert risk.workloads == ("web",) and "Running there: 'web'." in risk.message
+    assert risk.details == ("web: no memory need stated; could use up to 24 GiB",)
+
+
+def test_unit_memory_shrinks__names_the_workloads_whose_memory_need_no_longer_fits() -> None:
+    def needs_memory(d: dict[str, Any]) -> None:
+        workload(d, "web")["gpu"] = {"memory": "10Gi"}
+        d["spec"]["workloads"].append(
+            {
+                "name": "lean",
+                "tenant": "other",
+                "pool": "l4",
+                "kind": "Deployment",
+                "replicas": 1,
+                "image": "x",
+                "gpu": {"memory": "4Gi"},
+            }
+        )
+
+    before = copy.deepcopy(BASE)
+    needs_memory(before)
+    after = copy.deepcopy(before)
+    mps_l4(4)(after)
+    workload(after, "web")["gpu"] = {"count": 1}  # 10Gi no longer fits an MPS unit, so the new version asks for one
+    found = assess_risks(snapshot(before, "b"), snapshot(after, "a"))
+    risk = only([r for r in found if r.code == "unit-memory-shrinks"])
+    assert risk.workloads == ("lean", "web")
+    assert "Needing more than 6 GiB per unit: 'web'." in risk.message
+    assert risk.details == (
+        "lean: needs 4 GiB per unit; could use up to 24 GiB",
+        "web: needs 10 GiB per unit, more than 6 GiB",
+    )
+
+
+def test_unit_memory_shrinks__silent_when_memory_per_unit_stays_or_grows() -> None:
+    assert risks_after(share_l4(rename=False), code="unit-memory-shrinks") == [], "time-slices keep the whole memory"
+    assert risks_after(set_layout(0, {"1g.10gb": 3, "2g.20gb": 2}), code="unit-memory-shrinks") == [], "MIG: own rule"
+    before = copy.deepcopy(BASE)
+    mps_l4(4)(before)
+    after = copy.deepcopy(BASE)
+    mps_l4(2)(after)
+    found = assess_risks(snapshot(before, "b"), snapshot(after, "a"))
+    assert [r for r in found if r.code == "unit-memory-shrinks"] == []
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.__name__)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from gpustack.model import WorkloadKind
 from gpustack.simulate.demand import Pod, Source
 from gpustack.simulate.pods import PodShape
 from gpustack.simulate.quota import QuotaLedger, format_quantity, quotas_from
+from gpustack.simulate.simulation import failed_create
 
 
 def quota(hard: dict[str, str], namespace: str = "ml", name: str = "gpustack-gpu-quota", **spec: object) -> dict:
@@ -74,3 +78,19 @@ def test_canonical_quantities() -> None:
     assert format_quantity("memory", 1536 * 2**20) == "1536Mi"
     assert format_quantity("requests.memory", 1000) == "1000"
     assert format_quantity("requests.nvidia.com/gpu", 3) == "3"
+
+
+def test_failed_create_is_worded_by_the_pods_creator() -> None:
+    refusal = 'pods "p-0" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1'
+
+    class Stub:
+        def __init__(self, kind: WorkloadKind) -> None:
+            self.kind, self.name = kind, "w"
+
+    raw = pod("p-0", {"nvidia.com/gpu": 1})
+    assert failed_create(raw, refusal) == refusal, "a pod created directly: the API server's words"
+    for kind in (WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFUL_SET, WorkloadKind.JOB):
+        owned = replace(raw, source=Source(Stub(kind)))  # type: ignore[arg-type]
+        assert failed_create(owned, refusal) == f"Error creating: {refusal}", kind
+    volcano = replace(raw, source=Source(Stub(WorkloadKind.VOLCANO_JOB)))  # type: ignore[arg-type]
+    assert failed_create(volcano, refusal) == refusal

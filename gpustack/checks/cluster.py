@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import SharingStrategy
+from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
 
 _PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
 OLDEST_MINOR = 25
@@ -19,6 +19,13 @@ def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
     charts = [("device plugin", ("spec", "devicePlugin", "chartVersion"), ctx.blueprint.device_plugin.chart_version)]
     if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools):
         charts.append(("HAMi", (*ctx.blueprint.hami.path, "chartVersion"), ctx.blueprint.hami.chart_version))
+    schedulers = {tenant.scheduler for tenant in ctx.blueprint.tenants}
+    if Scheduler.VOLCANO in schedulers or any(w.kind is WorkloadKind.VOLCANO_JOB for w in ctx.blueprint.workloads):
+        volcano = ctx.blueprint.volcano
+        charts.append(("Volcano", (*volcano.path, "chartVersion"), volcano.chart_version))
+    if Scheduler.KUEUE in schedulers:
+        kueue = ctx.blueprint.kueue
+        charts.append(("Kueue", (*kueue.path, "chartVersion"), kueue.chart_version))
     for what, path, version in charts:
         if not _PINNED.match(version):
             yield ctx.error(

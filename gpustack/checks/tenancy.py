@@ -10,6 +10,7 @@ from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import full_resource_name, offer_for
+from gpustack.quota import quota_ceiling
 
 
 def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
@@ -94,14 +95,24 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
             if pool not in quota:
                 continue
             short = resource.removeprefix("nvidia.com/")
-            allowed = quota[pool].get(short)
-            if allowed is not None and needed > allowed:
+            nominal = quota[pool].get(short)
+            if nominal is None:
+                continue
+            # A Kueue tenant in a cohort may also run on what it borrows (its borrowingLimit, or up to the pool).
+            allowed = quota_ceiling(ctx, tenant, pool, resource, nominal)
+            if needed > allowed:
+                borrowed = f" (nominal {nominal} + borrowing {allowed - nominal})" if allowed != nominal else ""
                 yield ctx.warning(
                     "GS505",
                     (*tenant.path, "quota", pool, short),
                     f"tenant '{tenant.name}''s workload templates request {needed} {resource} in pool '{pool}', "
-                    f"its quota allows {allowed}",
-                    "pods beyond the quota are refused with 'exceeded quota'; raise the quota or scale the templates",
+                    f"its quota allows {allowed}{borrowed}",
+                    (
+                        "Kueue keeps workloads beyond the ClusterQueue's quota suspended"
+                        if tenant.scheduler is Scheduler.KUEUE
+                        else "pods beyond the quota are refused with 'exceeded quota'"
+                    )
+                    + "; raise the quota or scale the templates",
                 )
 
 

@@ -10,8 +10,9 @@ check every pod, and the pod templates of the workload kinds that create pods, a
   that only pools it is not granted carry, may not set `spec.nodeName`, and may name only its schedulers;
 - one policy for namespaces labelled with a tenant the blueprint does not have (a removed tenant's namespace, a
   typo): the same rules with nothing granted;
-- one policy for every other namespace but the system ones: no toleration of a dedicated pool's taint (a pool
-  granted to exactly one tenant), and no wildcard toleration on a pod that asks for a dedicated pool's GPUs.
+- one policy for every other namespace but the system ones: no toleration of a granted pool's taint (a pool
+  granted to any tenant, shared or not: a namespace without a tenant has no grant, and would skip Kueue and quota),
+  and no wildcard toleration on a pod that asks for a granted pool's GPUs. Pools granted to no tenant stay open.
 
 The per-tenant facts (taints, labels, schedulers) are written into each policy as CEL literals in `variables`;
 the validations read only those variables, so every tenant's policy has the same rules (less any that cannot fail
@@ -39,7 +40,7 @@ FILE = "admission/tenant-isolation.yaml"
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpustack-"
 UNKNOWN_TENANT_POLICY = "gpustack-unknown-tenant"
-NON_TENANT_POLICY = "gpustack-dedicated-pools"
+NON_TENANT_POLICY = "gpustack-granted-pools"
 # Set by the API server on every namespace since 1.21 and immutable: a selector on it cannot be forged.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # the kubelet sets it to the node name unless --hostname-override says else
@@ -254,11 +255,19 @@ def resolve_grants(ctx: Context, tenant: Tenant | None) -> Grants:
     return Grants(tuple(pool.name for pool in granted), taints, labels, list_schedulers(ctx, tenant))
 
 
-def find_dedicated_pools(ctx: Context) -> list[tuple[NodePool, str]]:
-    """(pool, its one tenant) for every pool granted to exactly one tenant, in blueprint order."""
-    return [
-        (pool, users[0]) for pool in ctx.blueprint.pools if len(users := ctx.tenants_by_pool.get(pool.name, [])) == 1
-    ]
+def find_granted_pools(ctx: Context) -> list[tuple[NodePool, list[str]]]:
+    """(pool, the tenants granted it) for every pool granted to at least one tenant, in blueprint order.
+
+    Shared pools too: a namespace without a tenant is granted none of them, and a pod of its that reached one would
+    take GPUs outside every tenant's quota and queue.
+    """
+    return [(pool, users) for pool in ctx.blueprint.pools if (users := ctx.tenants_by_pool.get(pool.name, []))]
+
+
+def _describe_tenants(tenants: Sequence[str]) -> str:
+    if len(tenants) == 1:
+        return f"tenant {tenants[0]}"
+    return f"tenants {', '.join(tenants[:-1])} and {tenants[-1]}"
 
 
 # --- CEL literals ---------------------------------------------------------------------------------------------------
@@ -481,53 +490,55 @@ def list_system_namespaces(ctx: Context) -> list[str]:
 
 
 def build_non_tenant_objects(ctx: Context) -> list[Object]:
-    """Every other namespace: no dedicated pool's taint; no wildcard toleration on a pod that asks for its GPUs.
+    """Every other namespace: no granted pool's taint; no wildcard toleration on a pod that asks for their GPUs.
 
-    Wildcard tolerations are how cluster-wide node agents (log shippers, exporters, CNI) run on every node, in
-    namespaces gpustack cannot list; refusing them would break the cluster the day the policy is applied. A pod that
-    also asks for a dedicated pool's GPUs has no such excuse.
+    A pool granted to any tenant, shared or not, is closed to a namespace without a tenant: it is granted nothing, and
+    a pod of its on a granted pool would use GPUs outside every tenant's quota and queue. Pools granted to no tenant
+    stay open. Wildcard tolerations are how cluster-wide node agents (log shippers, exporters, CNI) run on every node,
+    in namespaces gpustack cannot list; refusing them would break the cluster the day the policy is applied. A pod
+    that also asks for a granted pool's GPUs has no such excuse.
     """
-    dedicated = find_dedicated_pools(ctx)
-    owners = {pool.name: tenant for pool, tenant in dedicated}
-    found = _collect_taints((pool for pool, _ in dedicated), set())
+    granted = find_granted_pools(ctx)
+    owners = {pool.name: tenants for pool, tenants in granted}
+    found = _collect_taints((pool for pool, _ in granted), set())
     if not found:
-        return []  # no dedicated pool is tainted: there is nothing a toleration could open
+        return []  # no granted pool is tainted: there is nothing a toleration could open
     taints = tuple(
         {
             "key": key,
             "value": value,
             "effect": effect,
             "taint": text,
-            "owner": _describe_owners([f"{name} (dedicated to tenant {owners[name]})" for name in pools]),
+            "owner": _describe_owners([f"{name} (granted to {_describe_tenants(owners[name])})" for name in pools]),
         }
         for (key, value, effect), (text, pools) in found.items()
     )
-    resources = sorted({offer.resource for pool, _ in dedicated for offer in ctx.offers.get(pool.name, ())})
-    described = "; ".join(f"pool {pool.name}: tenant {tenant}" for pool, tenant in dedicated if pool.taints)
+    resources = sorted({offer.resource for pool, _ in granted for offer in ctx.offers.get(pool.name, ())})
+    described = "; ".join(f"pool {pool.name}: {_describe_tenants(tenants)}" for pool, tenants in granted if pool.taints)
     nobody = ("namespace ", Cel("request.namespace"), " belongs to no tenant: ")
-    taint = "variables.toleratedDedicatedTaints[0]"
+    taint = "variables.toleratedGrantedTaints[0]"
     variables = [
         _declare("specs", POD_SPECS),
-        _declare("dedicatedTaints", write_cel_records(taints)),
-        _declare("toleratedDedicatedTaints", _filter_tolerated("dedicatedTaints")),
+        _declare("grantedTaints", write_cel_records(taints)),
+        _declare("toleratedGrantedTaints", _filter_tolerated("grantedTaints")),
         _declare("gpuResources", quote_cel_list(resources)),
         _declare("requestsGpu", REQUESTS_GPU),
     ]
     wildcard = (
         "a pod that requests GPUs may not use a wildcard toleration (no key, operator Exists): it tolerates the "
-        f"taints of pools dedicated to one tenant ({described})"
+        f"taints of pools granted to tenants ({described})"
     )
     validations = [
         _build_validation(
-            "size(variables.toleratedDedicatedTaints) == 0",
-            f"a namespace without a tenant may not tolerate the taint of a pool dedicated to one tenant ({described})",
+            "size(variables.toleratedGrantedTaints) == 0",
+            f"a namespace without a tenant may not tolerate the taint of a pool granted to a tenant ({described})",
             build_message(
                 *nobody,
                 "it may not tolerate ",
                 Cel(f"{taint}.taint"),
                 ", the taint of ",
                 Cel(f"{taint}.owner"),
-                Cel(_count_more("toleratedDedicatedTaints", "dedicated taint", "dedicated taints")),
+                Cel(_count_more("toleratedGrantedTaints", "such taint", "such taints")),
             ),
         ),
         _build_validation(

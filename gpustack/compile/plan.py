@@ -37,15 +37,29 @@ class Manifest:
         return f"{self.obj['apiVersion']}/{self.kind}/{self.namespace or ''}/{self.name}"
 
 
+OCI_SCHEME = "oci://"
+
+
 @dataclass(frozen=True)
 class HelmRelease:
     name: str
     chart: str
-    repository: str
+    repository: str  # an HTTP(S) chart repository, or an OCI registry path (oci://...) that holds the chart
     version: str
     namespace: str
     values: Object
     values_file: str  # where `gpustack compile` writes the values, relative to the output directory
+
+    @property
+    def oci(self) -> bool:
+        """The chart is an OCI artifact: helm and Pulumi take its full reference, with no repository to add."""
+        return self.repository.startswith(OCI_SCHEME)
+
+    @property
+    def chart_ref(self) -> str:
+        """What `helm install` and Pulumi's Chart take as the chart: `oci://registry/path/chart` for an OCI chart,
+        else the chart's name in `repository`."""
+        return f"{self.repository.rstrip('/')}/{self.chart}" if self.oci else self.chart
 
 
 @dataclass(frozen=True)

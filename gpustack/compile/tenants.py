@@ -15,6 +15,7 @@ from gpustack.compile.plan import FamilyOutput, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.offers import Isolation, Offer, full_resource_name
+from gpustack.quota import quota_ceiling
 
 FAMILY = "tenants"
 PRIORITY_FILE = "cluster/priority-classes.yaml"
@@ -76,11 +77,37 @@ def namespace_object(tenant: Tenant, namespace: str) -> Object:
 
 def quota_hard(ctx: Context, tenant: Tenant) -> dict[str, int]:
     """`requests.<resource>` -> amount for one namespace; pools sharing a resource name add up (GS506 warns)."""
+    if tenant.scheduler is Scheduler.KUEUE:
+        return kueue_quota_ceiling(ctx, tenant)
     totals: dict[str, int] = {}
     for _pool, items in tenant.quota:
         for short, amount in items:
             key = f"requests.{full_resource_name(short)}"
             totals[key] = totals.get(key, 0) + amount
+    return dict(sorted(totals.items()))
+
+
+def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
+    """A Kueue tenant's per-namespace ResourceQuota: only a ceiling behind its ClusterQueue.
+
+    The ClusterQueue is the real limit (per pool, one total across the tenant's namespaces, borrowing included), so
+    each amount here is the most the ClusterQueue can admit of the resource: per pool that advertises it, the nominal
+    quota (the whole pool where the quota does not name the resource, as in kueue.py) plus what the tenant may borrow
+    from its cohort (its borrowingLimit, or the pool's whole capacity where the cohort sets none). A quota of the
+    nominal amounts alone would make the API server refuse the very pods Kueue admitted on borrowed quota
+    ("exceeded quota"). Resources no pool's quota names stay unlimited here, as before.
+    """
+    named = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
+    totals: dict[str, int] = {}
+    for pool in tenant.pools:
+        nodes = len(ctx.pools[pool].nodes) if pool in ctx.pools else 0
+        quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool).items()}
+        for offer in ctx.offers.get(pool, ()):
+            if offer.resource not in named:
+                continue
+            nominal = quota.get(offer.resource, offer.per_node * nodes)
+            key = f"requests.{offer.resource}"
+            totals[key] = totals.get(key, 0) + quota_ceiling(ctx, tenant, pool, offer.resource, nominal)
     return dict(sorted(totals.items()))
 
 

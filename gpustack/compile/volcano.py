@@ -5,8 +5,11 @@
   is the tenant's share under the proportion plugin; `reclaimable` lets other queues take back what it over-uses.
 - The tenant's VolcanoJobs name the queue (workloads.py); its other pods carry the queue annotation.
 - `volcano/volcano-scheduler.conf` is a whole scheduler configuration, not a patch: Volcano does not merge a custom
-  configuration with its default, so everything gang scheduling and queues rely on is spelled out. The chart takes
-  it as `custom.scheduler_config_override`. Volcano itself is not installed by gpustack.
+  configuration with its default, so everything gang scheduling and queues rely on is spelled out.
+- Volcano itself is one pinned Helm release (chart `volcano`, `spec.volcano.chartVersion`), whose values carry that
+  configuration as `custom.scheduler_config_override` (the chart writes it whole into the scheduler's ConfigMap),
+  so the configuration is applied with Volcano, by `helm` or by Pulumi, and the Queue/Job CRDs exist before the
+  queues and jobs.
 """
 
 from __future__ import annotations
@@ -14,18 +17,27 @@ from __future__ import annotations
 from typing import Any
 
 from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL
-from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.compile.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.context import Context
-from gpustack.model import DEFAULT_VOLCANO_QUEUE_WEIGHT, Scheduler, Tenant, WorkloadKind
+from gpustack.model import (
+    DEFAULT_VOLCANO_CHART_VERSION,
+    DEFAULT_VOLCANO_QUEUE_WEIGHT,
+    VOLCANO_CHART_REPOSITORY,
+    Scheduler,
+    Tenant,
+    WorkloadKind,
+)
 from gpustack.offers import full_resource_name
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "volcano"
 QUEUES_FILE = "volcano/queues.yaml"
 CONFIG_FILE = "volcano/volcano-scheduler.conf"
+VALUES_FILE = "volcano/values.yaml"
+RELEASE_NAME = "volcano"
+CHART_NAME = "volcano"
 # The Volcano release the configuration and the Queue/Job CRDs were checked against (v1.15.1, 2026-07-30).
-VOLCANO_VERSION = "1.15.1"
-VOLCANO_CHART_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
+VOLCANO_VERSION = DEFAULT_VOLCANO_CHART_VERSION
 # Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
 RESERVED_QUEUES = frozenset({"default", "root"})
 # binpack arguments (pkg/scheduler/plugins/binpack): the plugin's weight among the node-order plugins, and the
@@ -48,16 +60,25 @@ def compile_volcano(ctx: Context) -> FamilyOutput:
     if not tenants and not jobs:
         return FamilyOutput()
     objects = [Manifest(FAMILY, QUEUES_FILE, queue(tenant)) for tenant in tenants]
-    binpack = ", GPU binpack" if ctx.blueprint.volcano.binpack else ""
+    settings = ctx.blueprint.volcano
+    binpack = ", GPU binpack" if settings.binpack else ""
+    text = render_scheduler_config(ctx)
     config = Artifact(
         CONFIG_FILE,
-        render_scheduler_config(ctx),
-        f"Volcano scheduler configuration (gang scheduling, queues{binpack}): install Volcano {VOLCANO_VERSION} "
-        f"with `helm upgrade --install volcano volcano-sh/volcano --version {VOLCANO_VERSION} "
-        "-n volcano-system --create-namespace --set-file "
-        f"custom.scheduler_config_override={CONFIG_FILE}` (repository {VOLCANO_CHART_REPOSITORY})",
+        text,
+        f"Volcano scheduler configuration (gang scheduling, queues{binpack}), for reading: the same text is "
+        f"`custom.scheduler_config_override` in {VALUES_FILE}, installed with Volcano",
     )
-    return FamilyOutput(objects=objects, artifacts=[config])
+    release = HelmRelease(
+        name=RELEASE_NAME,
+        chart=CHART_NAME,
+        repository=VOLCANO_CHART_REPOSITORY,
+        version=settings.chart_version,
+        namespace=settings.namespace,
+        values={"custom": {"scheduler_config_override": text}},
+        values_file=VALUES_FILE,
+    )
+    return FamilyOutput(objects=objects, releases=[release], artifacts=[config])
 
 
 def capability(tenant: Tenant) -> dict[str, str]:

@@ -2,6 +2,8 @@
 
 Objects are matched by apiVersion/kind/namespace/name (a move between output files is no change to the
 cluster), and each changed one gets a unified diff of its YAML, so a reviewer sees exactly what apply will do.
+An object that several output families patch (a Node: its labels in nodes/nodes.yaml, its taints in
+nodes/taints.yaml) is one item per family, keyed `KEY#FAMILY`, so that no patch hides another.
 """
 
 from __future__ import annotations
@@ -42,12 +44,22 @@ class ObjectChange:
         return f"{self.kind} {where}{self.name}"
 
 
-def plan_items(plan: Plan) -> dict[str, Item]:
+def split_keys(*plans: Plan) -> frozenset[str]:
+    """Object keys that more than one output family writes, in any of the plans."""
+    families: dict[str, set[str]] = {}
+    for plan in plans:
+        for manifest in plan.objects:
+            families.setdefault(manifest.key, set()).add(manifest.family)
+    return frozenset(key for key, found in families.items() if len(found) > 1)
+
+
+def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Item]:
+    """The plan's outputs by key; an object in `split` (by default: written by several families) per family."""
+    split = split_keys(plan) if split is None else split
     items: dict[str, Item] = {}
     for manifest in plan.objects:
-        items[manifest.key] = Item(
-            manifest.key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump_yaml(manifest.obj)
-        )
+        key = f"{manifest.key}#{manifest.family}" if manifest.key in split else manifest.key
+        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump_yaml(manifest.obj))
     for release in plan.releases:
         described = {
             "chart": release.chart,
@@ -76,7 +88,8 @@ def unified_diff(key: str, old: str, new: str, context: int = 3) -> str:
 
 def manifest_changes(before: Plan, after: Plan) -> tuple[ObjectChange, ...]:
     """Changes in the new plan's apply order, then removed objects in the old plan's order."""
-    old, new = plan_items(before), plan_items(after)
+    split = split_keys(before, after)
+    old, new = plan_items(before, split), plan_items(after, split)
     changes: list[ObjectChange] = []
     for key, item in new.items():
         previous = old.get(key)

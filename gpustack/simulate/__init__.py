@@ -6,7 +6,8 @@ is the only part that reads files or prints.
 
 Modelled: quota admission, kube-scheduler's filters (NodeUnschedulable, TaintToleration,
 NodeAffinity with nodeSelector, NodeResourcesFit) and scores (PreferNoSchedule, preferred affinity,
-least-allocated), Volcano's gangs with binpack, priority order, and the messages of both.
+least-allocated), Volcano's gangs (packed with spec.volcano.binpack, else spread), priority order,
+and the messages of both.
 Not modelled, so a pod placed here can still pend for these: LimitRange defaults and maxima, Kueue
 admission, Volcano queue capability, per-GPU packing of HAMi and MIG slices inside a node (units
 are counted per node, as the scheduler counts them), pod (anti-)affinity and topology spread,
@@ -52,4 +53,6 @@ def run_simulation(
     namespaces = {w.name: context.namespace_of(w) for w in blueprint.workloads}
     demand = build_demand(blueprint, namespaces, objects, scenario)
     version = version or KubeVersion.parse(blueprint.kubernetes_version)
-    return Simulation(context, demand, simulate(nodes, demand, quotas_from(objects), version), scenario)
+    return Simulation(
+        context, demand, simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack), scenario
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpustack.model import WorkloadKind
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod
 from gpustack.simulate.inventory import Node
@@ -21,6 +22,9 @@ from gpustack.simulate.scheduler import Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
 FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
+# The workload controllers' FailedCreate event wraps the API server's refusal (pkg/controller/controller_utils.go).
+CONTROLLER_KINDS = (WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFUL_SET, WorkloadKind.JOB)
+ERROR_CREATING = "Error creating: "
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's event
 UNSCHEDULABLE = "Unschedulable"  # Volcano's PodScheduled condition reason
 
@@ -49,7 +53,10 @@ class Outcome:
         return not self.pending
 
 
-def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], version: KubeVersion) -> Outcome:
+def simulate(
+    nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], version: KubeVersion, binpack: bool = False
+) -> Outcome:
+    """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads."""
     cluster = Cluster(nodes)
     ledger = QuotaLedger(tuple(quotas))
     pending: list[Pending] = []
@@ -59,7 +66,7 @@ def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], ver
         if refused is None:
             admitted.append(pod)
         else:
-            pending.append(Pending(pod, FAILED_CREATE, refused.message, quota=refused))
+            pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, refused.message), quota=refused))
     placed: list[tuple[Pod, int]] = []
     gangs: list[tuple[GangSpec, str]] = []
     kube, volcano = KubeJudge(version), VolcanoJudge(version)
@@ -72,7 +79,7 @@ def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], ver
                 placed.append((unit, result))
             continue
         spec, members = unit
-        outcome = allocate_gang(cluster, spec, members, volcano)
+        outcome = allocate_gang(cluster, spec, members, volcano, binpack)
         placed += outcome.bound
         partial = outcome.message is not None and bool(outcome.schedulable)
         pending += [Pending(pod, UNSCHEDULABLE, text, why, gang_partial=partial) for pod, text, why in outcome.pending]
@@ -86,6 +93,17 @@ def simulate(nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], ver
         tuple(gangs),
         tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
     )
+
+
+def failed_create(pod: Pod, refusal: str) -> str:
+    """The API server's refusal as the pod's creator reports it.
+
+    A Deployment's ReplicaSet, a StatefulSet or a Job records `Error creating: <refusal>` on itself; the
+    refusal of a pod created directly (a scenario's raw pods, `kubectl create`) and of a VolcanoJob's pods
+    (created by Volcano's job controller, which words its own event) is given as the API server words it.
+    """
+    workload = pod.source.workload
+    return ERROR_CREATING + refusal if workload is not None and workload.kind in CONTROLLER_KINDS else refusal
 
 
 Unit = Pod | tuple[GangSpec, list[Pod]]

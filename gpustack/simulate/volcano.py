@@ -1,7 +1,10 @@
 """Volcano's allocate action for one job: all of its gang (minAvailable pods) or none.
 
-Tasks are tried in order, each on the best node by binpack; the first task that fits nowhere ends
-the attempt (allocate.go `break`s). If fewer than minAvailable found a node, every tentative
+Tasks are tried in order, each on the best node; the first task that fits nowhere ends the attempt
+(allocate.go `break`s). "Best" depends on the scheduler configuration gpustack compiles: with
+`spec.volcano.binpack` the binpack plugin scores the fullest node highest (most-allocated); without
+it only the nodeorder plugin scores, whose leastrequested part spreads pods like kube-scheduler's
+default (least-allocated). If fewer than minAvailable found a node, every tentative
 placement is given back and the PodGroup reports `N/M tasks in gang unschedulable: ...`.
 Messages follow Volcano v1.10+ (job_info.go FitError, unschedule_info.go FitErrors).
 """
@@ -32,7 +35,7 @@ class GangResult:
     schedulable: int = 0  # members that found a node before the gang was given up
 
 
-def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judge) -> GangResult:
+def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judge, binpack: bool = False) -> GangResult:
     if len(pods) < spec.min_available:
         # The gang plugin refuses the job before allocating anything.
         message = volcano_too_few_tasks(len(pods), spec.min_available)
@@ -40,7 +43,7 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
     bound: list[tuple[Pod, int]] = []
     failed: tuple[Pod, str, tuple[Rejection, ...]] | None = None
     for pod in pods:
-        node, rejections = place(cluster, pod.shape, judge, most_allocated=True)
+        node, rejections = place(cluster, pod.shape, judge, most_allocated=binpack)
         if node is None:
             failed = (pod, _nodes_error(cluster, rejections), tuple(rejections))
             break

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpustack.review.risk import Risk
-from gpustack.review.risks.gpus import device_plugin_chart, isolation_weakened, mig_repartition, resource_renamed
+from gpustack.review.risks.gpus import (
+    device_plugin_chart,
+    isolation_weakened,
+    mig_repartition,
+    resource_renamed,
+    unit_memory_shrinks,
+)
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
 from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
 from gpustack.review.risks.workloads import workload_stranded
@@ -29,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     device_plugin_chart,
     tenant_access_lost,
     isolation_weakened,
+    unit_memory_shrinks,
 )
 
 

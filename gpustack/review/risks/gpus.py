@@ -5,8 +5,11 @@ MIG re-partitioning, renamed resources, weaker isolation, and the device plugin 
 
 from __future__ import annotations
 
-from gpustack.model import NodePool
+from decimal import Decimal
+
+from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation
+from gpustack.quantity import GIB, format_gib, parse_quantity
 from gpustack.review.layouts import MIG_OFF, GpuState, gpu_states, index_ranges
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.scheduling import naming, naming_text
@@ -155,6 +158,67 @@ def isolation_weakened(before: Snapshot, after: Snapshot) -> list[Risk]:
                 workloads=tuple(after.workloads_on(name)),
                 pools=(name,),
                 tenants=tenants,
+            )
+        )
+    return risks
+
+
+def _unit_memory(snapshot: Snapshot, pool: str) -> Decimal | None:
+    """GiB one GPU unit of a pool can use; None for MIG pools (mig-repartition covers those) or unknown GPUs."""
+    if snapshot.pools[pool].sharing.strategy is SharingStrategy.MIG:
+        return None
+    units = [o.memory_gib for o in snapshot.offers(pool) if o.memory_gib is not None]
+    return units[0] if len(units) == 1 else None
+
+
+def _memory_need(snapshot: Snapshot, workload: str) -> Decimal | None:
+    """Bytes of GPU memory a workload says each of its units needs (gpu.memory), if it says."""
+    memory = snapshot.workloads[workload].gpu.memory
+    return None if memory is None else parse_quantity(memory)
+
+
+def unit_memory_shrinks(before: Snapshot, after: Snapshot) -> list[Risk]:
+    """A sharing change gives each GPU unit less memory (e.g. time-slicing -> MPS): running pods may not fit."""
+    risks = []
+    for name in sorted(set(before.pools) & set(after.pools)):
+        old, new = _unit_memory(before, name), _unit_memory(after, name)
+        if old is None or new is None or new >= old:
+            continue
+        running = before.workloads_on(name)
+        needs = {w: _memory_need(before, w) for w in running}
+        too_big = sorted_names(w for w, need in needs.items() if need is not None and need > new * GIB)
+        details = tuple(
+            f"{w}: needs {format_gib(need)} per unit, more than {format_gib(new * GIB)}"
+            if w in too_big
+            else f"{w}: {'no memory need stated' if need is None else f'needs {format_gib(need)} per unit'}; "
+            f"could use up to {format_gib(old * GIB)}"
+            for w, need in needs.items()
+        )
+        old_pool, new_pool = before.pools[name], after.pools[name]
+        risks.append(
+            Risk(
+                "unit-memory-shrinks",
+                Level.MEDIUM,
+                f"Pool '{name}' GPU memory per unit drops from {format_gib(old * GIB)} to {format_gib(new * GIB)} "
+                f"(sharing: {naming_text(old_pool)} -> {naming_text(new_pool)})",
+                f"Each unit of pool '{name}' could use {format_gib(old * GIB)} of GPU memory; after the change a pod "
+                f"gets {format_gib(new * GIB)}. Running pods keep what they have until they restart; a restarted or "
+                "new pod that allocates more than its unit's memory fails with CUDA out-of-memory errors."
+                + (
+                    f" Needing more than {format_gib(new * GIB)} per unit: {quoted(too_big)}."
+                    if too_big
+                    else (
+                        f" Running there: {quoted(running)}."
+                        if running
+                        else " No workload of the blueprint runs there."
+                    )
+                ),
+                "Check the workloads' peak GPU memory against the new per-unit memory before applying; move the "
+                "ones that need more to another pool, or use fewer replicas per GPU.",
+                nodes=sorted_names(n for n in new_pool.nodes if n in old_pool.nodes),
+                workloads=tuple(running),
+                pools=(name,),
+                details=details,
             )
         )
     return risks

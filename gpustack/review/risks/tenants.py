@@ -58,6 +58,7 @@ def tenant_access_lost(before: Snapshot, after: Snapshot) -> list[Risk]:
         if not lost:
             continue
         workloads = sorted_names(w.name for w in before.workloads.values() if w.tenant == name and w.pool in lost)
+        nodes = sorted_names(n for p in lost if p in before.pools for n in before.pools[p].nodes)
         if new is None:
             kept = {m.name for m in after.plan.objects if m.kind == "Namespace"}
             dropped = [n for n in tenant.namespaces if n not in kept]
@@ -74,6 +75,7 @@ def tenant_access_lost(before: Snapshot, after: Snapshot) -> list[Risk]:
                         else "Its namespaces stay, now without a GPU grant."
                     ),
                     "Move or stop the tenant's workloads first; apply without pruning if the namespaces must stay.",
+                    nodes=nodes,
                     workloads=workloads,
                     pools=tuple(lost),
                     tenants=(name,),
@@ -88,6 +90,7 @@ def tenant_access_lost(before: Snapshot, after: Snapshot) -> list[Risk]:
                 "Admission refuses the tenant's new pods there and its quota there goes. Running pods are not "
                 "evicted, but none can be replaced.",
                 "Move the tenant's workloads off first.",
+                nodes=nodes,
                 workloads=workloads,
                 pools=tuple(lost),
                 tenants=(name,),
