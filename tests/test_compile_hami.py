@@ -257,3 +257,16 @@ def test_a_memory_need_no_mig_slice_fits_still_points_at_hami() -> None:
     result = validate_path(CASES / "invalid" / "memory-need-fits-no-slice.yaml")
     [diagnostic] = [d for d in result.diagnostics if d.code == "GS601"]
     assert "HAMi pool (sharing.strategy: hami)" in (diagnostic.hint or "")
+
+
+def test_compile_says_hami_isolation_is_bypassable() -> None:
+    from conftest import BLUEPRINTS
+
+    from gpustack.compile import compile_blueprint
+    from gpustack.validation import validate_path
+
+    result = validate_path(BLUEPRINTS / "hami.yaml")
+    assert result.blueprint is not None
+    notes = {a.path: a.text for a in compile_blueprint(result.blueprint).artifacts}["hami/README.md"]
+    assert "software, not hardware" in notes and "escapes the limits" in notes
+    assert "`l40s-vgpu`" in notes and "GS703" in notes

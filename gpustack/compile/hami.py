@@ -15,13 +15,34 @@ from __future__ import annotations
 
 from gpustack.compile.device_plugin import build_tolerations
 from gpustack.compile.labels import HAMI_NODE_LABELS
-from gpustack.compile.plan import FamilyOutput, HelmRelease, Object
+from gpustack.compile.plan import Artifact, FamilyOutput, HelmRelease, Object
 from gpustack.context import Context
 from gpustack.model import HamiSharing, NodePool, SharingStrategy
 
 RELEASE_NAME = "hami"
 CHART_NAME = "hami"
 VALUES_FILE = "hami/values.yaml"
+NOTES_FILE = "hami/README.md"
+
+
+def render_notes(ctx: Context) -> str:
+    """What HAMi isolates and what it does not, next to its values: the trade-off a reviewer must see."""
+    pools = ", ".join(f"`{pool.name}`" for pool in hami_pools(ctx))
+    tenants = sorted({t for pool in hami_pools(ctx) for t in ctx.tenants_by_pool.get(pool.name, [])})
+    return (
+        "# HAMi: memory-isolated GPU sharing\n\n"
+        f"Pools {pools} share each GPU between pods with HAMi (Project-HAMi, a CNCF project). Pods ask for\n"
+        "`nvidia.com/gpumem` (MiB) and `nvidia.com/gpucores` (percent) and are scheduled by HAMi's scheduler.\n\n"
+        "**The isolation is software, not hardware.** HAMi enforces memory and compute limits inside each\n"
+        "container, in its CUDA interception library (HAMi-core). A process that calls the GPU driver or NVML\n"
+        "directly, or loads its own CUDA runtime, escapes the limits and can use the whole GPU, and all pods on a\n"
+        "GPU share one fault domain. Share a HAMi pool only between workloads that trust each other; between\n"
+        "teams, MIG is the hard boundary (`gpustack validate` warns with GS703 when tenants share a HAMi pool).\n\n"
+        f"Tenants on these pools: {', '.join(tenants) if tenants else 'none'}.\n\n"
+        f"Install HAMi with `{VALUES_FILE}` (see the Helm command in the top-level README). HAMi's device plugin\n"
+        "runs only on these pools' nodes; the NVIDIA device plugin never runs there (both advertise\n"
+        "`nvidia.com/gpu`).\n"
+    )
 
 
 def hami_pools(ctx: Context) -> list[NodePool]:
@@ -64,4 +85,5 @@ def compile_hami(ctx: Context) -> FamilyOutput:
         values=build_values(ctx),
         values_file=VALUES_FILE,
     )
-    return FamilyOutput(releases=[release])
+    notes = Artifact(NOTES_FILE, render_notes(ctx), "what HAMi's software isolation does and does not stop")
+    return FamilyOutput(releases=[release], artifacts=[notes])
