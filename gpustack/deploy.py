@@ -13,9 +13,10 @@ What is registered, in dependency order (each stage waits for every earlier one)
    pod in their namespace, or that pod escapes the quota and the defaults).
 2. One `core/v1` NodePatch per node: gpustack's labels, and the pool's taints only with `own_node_taints`.
    After the MIG ConfigMap, because the GPU Operator acts on a node's `nvidia.com/mig.config` at once.
-3. Every Helm release of the Plan (the NVIDIA device plugin; HAMi, Volcano or Kueue where used) as a
-   `helm/v4` Chart with the compiled values; after the labels, so the device plugin starts on nodes
-   that already name their config.
+3. Every Helm release of the Plan (the NVIDIA device plugin; HAMi, Volcano or Kueue where used) with the
+   compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm hooks
+   (HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. After the labels, so the device
+   plugin starts on nodes that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
    Volcano queues). After the charts, which install their CRDs (the Volcano and Kueue releases come
    with the tenants that use them).
@@ -37,6 +38,7 @@ from typing import Any
 
 import pulumi
 from pulumi_kubernetes.core.v1 import Namespace, NodePatch
+from pulumi_kubernetes.helm import v3 as helm_v3
 from pulumi_kubernetes.helm.v4 import Chart, RepositoryOptsArgs
 from pulumi_kubernetes.provider import Provider
 from pulumi_kubernetes.yaml.v2 import ConfigGroup
@@ -317,7 +319,8 @@ def release_outputs(releases: Iterable[HelmRelease]) -> list[dict[str, str]]:
 
 
 class GpuCluster(pulumi.ComponentResource):
-    """A gpustack blueprint, compiled and applied. Children: ConfigGroups per stage, Helm Charts, NodePatches."""
+    """A gpustack blueprint, compiled and applied. Children: ConfigGroups per stage, Helm Charts and Releases,
+    NodePatches."""
 
     pools: list[dict[str, Any]]
     tenants: list[dict[str, Any]]
@@ -325,7 +328,7 @@ class GpuCluster(pulumi.ComponentResource):
     nodes: list[str]
     outputs: dict[str, Any]
     config_groups: dict[str, ConfigGroup]
-    charts: dict[str, Chart]
+    charts: dict[str, Chart | helm_v3.Release]  # by release name; a Release where the chart needs hooks
     node_patches: dict[str, NodePatch]
     namespaces: dict[str, Namespace]
 
@@ -376,7 +379,10 @@ class GpuCluster(pulumi.ComponentResource):
 
         # Stage 3: Helm charts, with the values `gpustack compile` writes to their values files; after the
         # labels, so the device plugin starts with each node's config label in place.
-        self.charts = {release.name: self._chart(name, release, done) for release in deploy.plan.releases}
+        self.charts = {
+            release.name: (self._release if release.needs_hooks else self._chart)(name, release, done)
+            for release in deploy.plan.releases
+        }
         done += self.charts.values()
 
         # Stages 4 and 5: custom resources after the charts that bring their CRDs, then workloads.
@@ -444,6 +450,24 @@ class GpuCluster(pulumi.ComponentResource):
             repository_opts=None if release.oci else RepositoryOptsArgs(repo=release.repository),
             values=release.values,
             opts=self._component_opts(depends_on),
+        )
+
+    def _release(self, name: str, release: HelmRelease, depends_on: Sequence[pulumi.Resource]) -> helm_v3.Release:
+        """A chart whose install relies on Helm hooks (webhook certificate jobs), as a real Helm release: Helm
+        itself installs it, hooks included, and `helm list` shows it. Pulumi diffs the release, not each object."""
+        return helm_v3.Release(
+            f"{name}-{release.name}",
+            # Exactly the README's `helm upgrade --install` release name (no Pulumi auto-naming suffix).
+            name=release.name,
+            chart=release.chart_ref,
+            version=release.version,
+            # Stage 0 creates the namespace (kept on destroy), so Helm must not.
+            namespace=release.namespace,
+            repository_opts=None if release.oci else helm_v3.RepositoryOptsArgs(repo=release.repository),
+            values=release.values,
+            # skip_await stays off: like `helm --wait`, the release is done once its pods are ready and hooks
+            # have run, so the custom resources after it meet a serving admission webhook.
+            opts=self._custom_opts(depends_on),
         )
 
     def _node_patch(self, name: str, spec: NodePatchSpec, depends_on: Sequence[pulumi.Resource]) -> NodePatch:

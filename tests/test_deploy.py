@@ -42,6 +42,7 @@ from gpustack.validation import validate_path
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 CHART = "kubernetes:helm.sh/v4:Chart"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 PULUMI_ANNOTATIONS = {FIELD_MANAGER_ANNOTATION: "gpustack", PATCH_FORCE_ANNOTATION: "true"}
@@ -211,12 +212,15 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
     cluster(harness, blueprint)
     expected, files = compiled_objects(blueprint, with_taints=False)
     assert sorted(registered_objects(harness), key=key) == sorted(expected, key=key)
-    # Every Helm values file becomes one Chart with exactly those values and the release's coordinates.
+    # Every Helm values file becomes one Chart (a v3 Release where the chart needs its hooks) with exactly
+    # those values and the release's coordinates.
     plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
     charts = {c.inputs["name"]: c.inputs for c in harness.of_type(CHART)}
-    assert set(charts) == {r.name for r in plan.releases} and charts
+    releases = {c.inputs["name"]: c.inputs for c in harness.of_type(RELEASE)}
+    assert set(charts) == {r.name for r in plan.releases if not r.needs_hooks} and charts
+    assert set(releases) == {r.name for r in plan.releases if r.needs_hooks}
     for release in plan.releases:
-        chart = charts[release.name]
+        chart = releases[release.name] if release.needs_hooks else charts[release.name]
         assert chart["values"] == yaml.safe_load(files[release.values_file])
         assert chart["version"] == release.version and chart["namespace"] == release.namespace
         if release.oci:
@@ -226,9 +230,36 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
         else:
             assert chart["chart"] == release.chart
             assert chart["repositoryOpts"] == {"repo": release.repository}
+        if release.needs_hooks:
+            # Stage 0 made the namespace; Helm waits for the release (hooks included) as `helm --wait` would.
+            assert "createNamespace" not in chart and "skipAwait" not in chart
     # Every example that has Kueue tenants installs Kueue from its OCI chart.
     kueue = [r for r in plan.releases if r.name == "kueue"]
     assert all(r.oci and r.version == "0.19.2" for r in kueue)
+    # Only the charts whose webhook certificates come from hook jobs are Helm releases.
+    assert {r.name for r in plan.releases if r.needs_hooks} <= {"volcano", "hami"}
+
+
+@pytest.mark.parametrize(("blueprint", "hooked"), [("volcano", "volcano"), ("hami", "hami"), ("kueue", None)])
+def test_charts_that_need_hooks_are_helm_releases(harness: Harness, blueprint: str, hooked: str | None) -> None:
+    # helm/v4 Chart skips `helm.sh/hook` resources (pulumi-kubernetes #3284): Volcano's and HAMi's webhook
+    # certificate jobs would never run. A v3 Release runs Helm itself, hooks included.
+    path = BLUEPRINTS / f"{blueprint}.yaml"
+    cluster(harness, path)
+    _, files = compiled_objects(path, with_taints=False)
+    plan = compile_blueprint(validate_path(path).blueprint)  # type: ignore[arg-type]
+    assert {r.inputs["name"] for r in harness.of_type(RELEASE)} == ({hooked} if hooked else set())
+    assert "nvidia-device-plugin" in {c.inputs["name"] for c in harness.of_type(CHART)}
+    if hooked is None:
+        assert "kueue" in {c.inputs["name"] for c in harness.of_type(CHART)}
+        return
+    (release,) = [r for r in plan.releases if r.name == hooked]
+    registered = harness.named(f"gs-{hooked}")
+    assert registered.type == RELEASE
+    assert registered.inputs["values"] == release.values == yaml.safe_load(files[release.values_file])
+    assert registered.inputs["chart"] == release.chart and registered.inputs["version"] == release.version
+    assert registered.inputs["namespace"] == release.namespace
+    assert registered.inputs["repositoryOpts"] == {"repo": release.repository}
 
 
 def test_owning_taints_applies_the_taint_patches_too(harness: Harness) -> None:
@@ -262,7 +293,8 @@ def test_every_child_has_the_component_as_parent(harness: Harness) -> None:
     cluster(harness, BLUEPRINTS / "seed-article.yaml")
     (component,) = harness.of_type(TYPE)
     children = [r for r in harness.registrations() if r.type != TYPE]
-    assert {r.type for r in children} == {CONFIG_GROUP, CHART, NODE_PATCH, NAMESPACE}
+    # Volcano's chart needs its hooks, so it is a v3 Release; the device plugin stays a v4 Chart.
+    assert {r.type for r in children} == {CONFIG_GROUP, CHART, RELEASE, NODE_PATCH, NAMESPACE}
     assert all(r.parent == component.urn for r in children)
 
 
@@ -281,6 +313,7 @@ def test_stages_wait_for_what_they_need(harness: Harness) -> None:
     # Node labels name the MIG config, which the GPU Operator looks up at once: the ConfigMap comes first.
     assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy"} for node in nodes)
     assert deps("gs-nvidia-device-plugin") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
+    assert harness.named("gs-volcano").type == RELEASE  # its webhook certificate comes from a hook job
     assert deps("gs-volcano") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
     charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin", "gs-volcano"} | nodes
     # The Volcano Queue after the charts (Volcano's brings its CRDs), the workloads (and the Volcano Job) after it.
@@ -336,8 +369,9 @@ def test_a_provider_passed_in_is_used_by_every_child(harness: Harness) -> None:
     for child in harness.registrations():
         if child.type in (CONFIG_GROUP, CHART):
             assert child.providers == {"kubernetes": reference}, child.name
-        elif child.type in (NODE_PATCH, NAMESPACE):
+        elif child.type in (NODE_PATCH, NAMESPACE, RELEASE):  # a Release is a custom resource: `provider`
             assert child.provider == reference, child.name
+    assert harness.of_type(RELEASE), "the example installs HAMi, whose chart needs hooks"
 
 
 def test_adopting_kubectl_objects_only_adds_the_field_manager(harness: Harness) -> None:

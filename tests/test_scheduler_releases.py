@@ -90,3 +90,17 @@ def test_gs801_refuses_unpinned_scheduler_charts() -> None:
     }
     # Unused, an unpinned version installs nothing and is not reported.
     assert gs801(tenants=[tenant("a", "default")], kueue={"chartVersion": "latest"}) == {}
+
+
+def test_only_charts_whose_webhook_certificates_come_from_hooks_need_hooks() -> None:
+    # Volcano's and HAMi's charts make their webhook certificates in hook jobs, which Pulumi's helm/v4 Chart
+    # skips; Kueue's controller makes its own, and the NVIDIA device plugin has no webhook.
+    hami_pool = {**POOL, "name": "shared", "nodes": ["s1"], "sharing": {"strategy": "hami"}}
+    tenants = [tenant("batch", "volcano"), tenant("queued", "kueue")]
+    plan = compile_blueprint(blueprint(POOL, hami_pool, tenants=tenants))
+    assert {name: r.needs_hooks for name, r in releases(plan).items()} == {
+        "nvidia-device-plugin": False,
+        "hami": True,
+        "volcano": True,
+        "kueue": False,
+    }

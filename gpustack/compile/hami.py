@@ -84,6 +84,10 @@ def compile_hami(ctx: Context) -> FamilyOutput:
         namespace=settings.namespace,
         values=build_values(ctx),
         values_file=VALUES_FILE,
+        # With the chart's defaults (scheduler.patch.enabled, no cert-manager), a pre-install hook job creates the
+        # webhook's certificate secret, which the scheduler pod mounts, and a post-install one patches its CA into
+        # the MutatingWebhookConfiguration.
+        needs_hooks=True,
     )
     notes = Artifact(NOTES_FILE, render_notes(ctx), "what HAMi's software isolation does and does not stop")
     return FamilyOutput(releases=[release], artifacts=[notes])

@@ -108,6 +108,8 @@ def compile_kueue(ctx: Context) -> FamilyOutput:
                 # The chart's defaults: the configuration (integrations, LocalQueueDefaulting) the README describes.
                 values={},
                 values_file=VALUES_FILE,
+                # No hooks needed: the controller makes its own webhook certificate (internal cert management);
+                # the chart's only hooks are the opt-in autoKueue ones.
             )
         )
         output.artifacts.append(Artifact(README_FILE, render_readme(ctx), "Kueue's queues, and how Kueue is installed"))

@@ -49,6 +49,11 @@ class HelmRelease:
     namespace: str
     values: Object
     values_file: str  # where `gpustack compile` writes the values, relative to the output directory
+    needs_hooks: bool = False
+    """The chart cannot install without its Helm hooks (`helm.sh/hook` resources): e.g. a pre-install job that
+    generates the admission webhook's certificate. `helm upgrade --install` runs hooks; Pulumi's helm/v4 Chart
+    skips them (pulumi-kubernetes #3284), so deploy.py installs such a release as a helm/v3 Release, which runs
+    Helm itself. Not written to any compiled file."""
 
     @property
     def oci(self) -> bool:

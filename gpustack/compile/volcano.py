@@ -77,6 +77,9 @@ def compile_volcano(ctx: Context) -> FamilyOutput:
         namespace=settings.namespace,
         values={"custom": {"scheduler_config_override": text}},
         values_file=VALUES_FILE,
+        # The chart's pre-install/pre-upgrade hook job `volcano-admission-init` creates the admission webhook's
+        # certificate secret; without it the admission pods never start and the webhooks refuse Queues and Jobs.
+        needs_hooks=True,
     )
     return FamilyOutput(objects=objects, releases=[release], artifacts=[config])
 
