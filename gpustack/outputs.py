@@ -5,8 +5,6 @@ Pure: the writer and `compile --check` both call `render_files`, so what is chec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from gpustack.compile.plan import Manifest, Plan
 from gpustack.outputs_readme import render_readme
 from gpustack.yamlout import dump_all, dump_yaml
@@ -55,6 +53,23 @@ def render_kustomization(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
     return header(plan, "every manifest, in apply order") + dump_yaml(kustomization)
 
 
-def render_stream(objects: Iterable[Manifest]) -> str:
-    """All objects as one multi-document YAML stream (`compile -o -`)."""
-    return dump_all(m.obj for m in objects)
+def streamed(plan: Plan) -> list[Manifest]:
+    """The objects `compile -o -` streams: exactly those the kustomization applies."""
+    return [m for m in plan.objects if m.family not in NOT_IN_KUSTOMIZATION]
+
+
+def render_stream(plan: Plan) -> str:
+    """The kustomization's objects as one multi-document YAML stream (`compile -o -`)."""
+    return dump_all(m.obj for m in streamed(plan))
+
+
+def stream_leaves_out(plan: Plan) -> list[str]:
+    """What a directory would hold that the stream does not, in words for the user."""
+    left_out = [f"Helm values for {r.chart} ({r.values_file})" for r in plan.releases]
+    taints = [m for m in plan.objects if m.family in NOT_IN_KUSTOMIZATION]
+    if taints:
+        left_out.append(
+            f"{len(taints)} node taint patch(es) (nodes/taints.yaml: they own each node's whole taint list)"
+        )
+    left_out += [a.path for a in plan.artifacts]
+    return left_out

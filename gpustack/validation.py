@@ -10,6 +10,9 @@ from pathlib import Path
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.compile.templates import TEMPLATE_ERROR
+from gpustack.compile.workloads import compile_workloads
+from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors
 from gpustack.load import Document, parse_document, read_document
 from gpustack.model import Blueprint
@@ -95,9 +98,21 @@ def _with_templates(result: Validation, base: Path) -> Validation:
                 )
             )
     blueprint = dataclasses.replace(result.blueprint, templates=tuple(sorted(texts.items())))
+    if not has_errors((*result.diagnostics, *problems)):
+        problems.extend(_rendered_template_problems(blueprint, result.document))
     return Validation(
         result.file,
         result.document,
         blueprint,
         tuple(sorted((*result.diagnostics, *problems), key=Diagnostic.sort_key)),
     )
+
+
+def _rendered_template_problems(blueprint: Blueprint, document: Document) -> list[Diagnostic]:
+    """Render the templates as compile would, so `validate` fails exactly where `compile` would (GS606)."""
+
+    def locate(path: JsonPath, key: bool) -> Span | None:
+        return document.span(path, key=key)
+
+    output = compile_workloads(Context(blueprint, load_catalog(), locate))
+    return [d for d in output.diagnostics if d.code == TEMPLATE_ERROR]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import difflib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -40,6 +43,7 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
         )
     files = render_files(plan)
     try:
+        _remove_leftovers(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     except OSError as error:
@@ -61,9 +65,57 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
     return sorted(files)
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two directories in one step (Linux renameat2 RENAME_EXCHANGE); False where the OS cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    return bool(result == 0)
+
+
+def _sync_tree(root: Path) -> None:
+    # Durable before it becomes visible: a crash after the swap must not leave empty files behind.
+    for directory, _, names in os.walk(root):
+        for name in names:
+            with open(os.path.join(directory, name), "rb") as handle:
+                os.fsync(handle.fileno())
+        descriptor = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Staging folders of runs that were killed; a lone retired copy becomes the output again."""
+    if not target.parent.is_dir():
+        return
+    for leftover in target.parent.glob(f".{target.name}.new-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    retired = sorted(target.parent.glob(f".{target.name}.old-*"))
+    if retired and not target.exists():
+        retired.pop().rename(target)  # killed between the two renames of the fallback swap
+    for leftover in retired:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _swap(staging: Path, target: Path) -> None:
+    _sync_tree(staging)
     if not target.exists():
         staging.rename(target)
+        return
+    if _exchange(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # now holds the previous output
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
     retired.rmdir()

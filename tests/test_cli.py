@@ -114,3 +114,9 @@ def test_console_script_runs_as_a_process() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_an_endless_input_is_refused_without_reading_it_all() -> None:
+    code, out, _ = run("validate", "/dev/zero")
+    assert code == 1
+    assert "GS0" in out

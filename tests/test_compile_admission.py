@@ -7,9 +7,9 @@ tests/cases/admission/blueprints:
 - the corpus in tests/cases/admission (pods sent as pods and as the template of every workload kind);
 - what compile_workloads generates, and the pods its controllers would create from it: all admitted;
 - a sweep derived from the blueprint alone (not from the policies): for every tenant, every taint, node label and
-  hostname of every pool it is not granted, wildcard tolerations, nodeName and foreign schedulers: all denied,
-  naming what is not theirs; and for namespaces without a tenant, the taint of every pool granted to any tenant
-  (shared or not), and nothing of a pool granted to no tenant.
+  hostname of every pool it is not granted, a value no pool has on every key pool taints and labels use, wildcard
+  tolerations, nodeName and foreign schedulers: all denied, naming what is not theirs; and for namespaces without
+  a tenant, the taint of every pool granted to any tenant (shared or not), and nothing of a pool granted to no tenant.
 
 No expression may come back "not evaluated", and every expression of every policy must be evaluated at least once.
 """
@@ -345,7 +345,7 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
             if (taint.key, taint.value, taint.effect) in own_taints:
                 continue  # pools that share a taint are told apart by their labels
             text = describe_taint(taint)
-            message = f"tenant {name} may not tolerate {text}: that taint belongs to "
+            message = f"tenant {name} may not tolerate {text}"
             toleration = taint_toleration(taint.key, taint.value, taint.effect)
             yield who.case(blueprint, f"tolerates/{foreign.name}/{text}", pod("t", tolerations=[toleration]), message)
             exists = pod("e", tolerations=[{"key": taint.key, "operator": "Exists"}])  # every value, every effect
@@ -354,12 +354,35 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
         for key, value in [(POOL_LABEL, foreign.name), *foreign.labels, *hostnames]:
             if (key, value) in own_labels:
                 continue
-            message = f"tenant {name} may not select {key}={value}: that node label belongs to "
+            message = f"tenant {name} may not select {key}={value}: on the node label keys pools use, tenant {name} "
             obj = pod("s", nodeSelector={key: value})
             yield who.case(blueprint, f"selects/{foreign.name}/{key}={value}", obj, message)
             if key == POOL_LABEL:  # the corpus covers required affinity on other labels and hostnames
                 obj = pod("r", affinity=required(key, [value]))
                 yield who.case(blueprint, f"requires/{foreign.name}/{key}={value}", obj, message)
+    # Stricter than naming foreign pools: on a key that pool taints (node labels) use, a value no pool has is refused.
+    all_taints = {(t.key, t.value, t.effect) for p in ctx.blueprint.pools for t in p.taints}
+    for key in dict.fromkeys(t.key for p in ctx.blueprint.pools for t in p.taints):
+        toleration = taint_toleration(key, "no-such-value", "NoSchedule")
+        message = f"tenant {name} may not tolerate {key}=no-such-value:NoSchedule: on the taint keys pools use"
+        yield who.case(blueprint, f"tolerates-unknown/{key}", pod("u", tolerations=[toleration]), message)
+        toleration = {"key": key, "operator": "Equal", "value": "no-such-value"}  # every effect
+        message = f"tenant {name} may not tolerate {key}=no-such-value (every effect)"
+        yield who.case(blueprint, f"tolerates-unknown-every-effect/{key}", pod("u", tolerations=[toleration]), message)
+        # Exists tolerates every value of the key (of one effect, or of all): admitted only if all of them are its own.
+        for effect in ("", "NoSchedule"):
+            covered = {t for t in all_taints if t[0] == key and effect in ("", t[2])}
+            toleration = {"key": key, "operator": "Exists", **({"effect": effect} if effect else {})}
+            message = None if covered <= own_taints else f"tenant {name} may not tolerate {key}"
+            obj = pod("u", tolerations=[toleration])
+            yield who.case(blueprint, f"tolerates-exists/{key}:{effect or 'every-effect'}", obj, message)
+    label_keys = [POOL_LABEL, *(k for p in ctx.blueprint.pools for k, _ in p.labels)]
+    label_keys += ["kubernetes.io/hostname"] if any(p.nodes for p in ctx.blueprint.pools) else []
+    for key in dict.fromkeys(label_keys):
+        message = f"tenant {name} may not select {key}=no-such-value: on the node label keys pools use"
+        yield who.case(blueprint, f"selects-unknown/{key}", pod("u", nodeSelector={key: "no-such-value"}), message)
+        obj = pod("u", affinity=required(key, ["no-such-value"]))
+        yield who.case(blueprint, f"requires-unknown/{key}", obj, message)
     yield who.case(
         blueprint, "wildcard", pod("w", tolerations=[{"operator": "Exists"}]), f"tenant {name} may not use a wildcard"
     )

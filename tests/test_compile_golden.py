@@ -213,8 +213,34 @@ def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
     assert code == 0
     documents = list(yaml.safe_load_all(stdout))
     plan = compiled(BLUEPRINTS / "seed-article.yaml")
-    assert documents == [m.obj for m in plan.objects]
-    assert "Helm values are not part of the stream" in stderr
+    # Exactly what the kustomization applies: taint patches would take over each node's whole taint list.
+    assert documents == [m.obj for m in plan.objects if m.family != "node-taints"]
+    assert "not in the stream" in stderr and "device-plugin/values.yaml" in stderr
+    assert "node taint patch(es)" in stderr
+
+
+def test_check_of_a_stream_is_a_usage_error() -> None:
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", "-", "--check")[0] == 2
+
+
+def test_a_killed_run_leaves_nothing_behind_and_its_output_is_recovered(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    example = str(BLUEPRINTS / "quickstart.yaml")
+    assert run("compile", example, "-o", str(out))[0] == 0
+    # A run killed while staging, and one killed between the fallback swap's two renames:
+    (tmp_path / ".out.new-abc").mkdir()
+    out.rename(tmp_path / ".out.old-abc")
+    assert run("compile", example, "-o", str(out))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert run("compile", example, "-o", str(out), "--check")[0] == 0
+
+
+def test_replacing_output_swaps_it_whole(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out), "--check")[0] == 0
 
 
 def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:

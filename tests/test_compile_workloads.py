@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import manifest_schemas
 import pytest
+from conftest import BLUEPRINTS, CASES
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
@@ -18,7 +20,7 @@ from gpustack.compile.workloads import compile_workloads
 from gpustack.context import Context
 from gpustack.diagnostic import Severity
 from gpustack.model import Blueprint, NodePool
-from gpustack.validation import validate_text
+from gpustack.validation import validate_path, validate_text
 from gpustack.yamlout import dump_all
 
 VERSIONS = ("1.30", "1.31", manifest_schemas.newest_version())
@@ -599,3 +601,148 @@ def test_runtime_error_in_a_template_is_a_diagnostic() -> None:
 def test_bad_rendered_output_is_gs606(text: str, expected: str) -> None:
     message, _ = template_error(text)
     assert expected in message
+
+
+# --- what a rendered template may not do -----------------------------------------------------------------------------
+
+POD_OF = {"batch": "manifest.spec.template.spec", "ddp": "manifest.spec.tasks[0].template.spec"}
+
+
+def mutated(statement: str, workload: str = "batch") -> str:
+    """A template that renders gpustack's own object after one change (`pod`, `c` = its first container)."""
+    return (
+        f"{{%- set pod = {POD_OF[workload]} -%}}\n{{%- set c = pod.containers[0] -%}}\n"
+        f"{{%- set _ = {statement} -%}}\n{{{{ manifest | toyaml }}}}\n"
+    )
+
+
+def render_checked(text: str, workload: str = "batch") -> tuple[list[str], FamilyOutput]:
+    bp = with_template("templates/t.yaml.j2", text, workload)
+    output = compile_workloads(Context(bp, load_catalog()))
+    target = next(w for w in bp.workloads if w.name == workload)
+    for diagnostic in output.diagnostics:
+        assert diagnostic.code == "GS606" and diagnostic.severity is Severity.ERROR and diagnostic.hint
+        assert diagnostic.path == (*target.path, "template")
+        assert "templates/t.yaml.j2" in diagnostic.message
+    if output.diagnostics:
+        assert objects_of(output, workload) == []  # nothing of a broken template is emitted
+    return [d.message for d in output.diagnostics], output
+
+
+RULES = [
+    # (workload, statement, fragment of the one expected message, or None: stays silent)
+    ("ddp", "pod.update({'tolerations': pod.tolerations[1:]})", "gpu-pool=training:NoSchedule of pool 'h100'"),
+    ("ddp", "pod.tolerations.append({'operator': 'Exists'})", "tolerations[2] has no key"),
+    ("ddp", "pod.tolerations.append({'key': 'gpustack.io/dedicated', 'operator': 'Exists'})", "pool 'a100-mig'"),
+    ("ddp", "pod.update({'tolerations': pod.tolerations[::-1]})", None),
+    (
+        "ddp",
+        "pod.update({'tolerations': [{'key': 'gpu-pool', 'value': 'training'}, "
+        "{'key': 'example.com/maintenance', 'operator': 'Exists', 'effect': 'NoExecute'}]})",
+        None,
+    ),
+    (
+        "batch",
+        "c.resources.limits.update({'nvidia.com/mig-1g.10gb': '1'}) or "
+        "c.resources.requests.update({'nvidia.com/mig-1g.10gb': '1'})",
+        "asks for nvidia.com/mig-1g.10gb, which pool 'l4' does not advertise",
+    ),
+    ("batch", "c.resources.limits.update({'nvidia.com/gpu': '3'})", "requests and limits of extended resource"),
+    ("batch", "c.resources.requests.update({'example.com/fpga': '1'})", "extended resource example.com/fpga differ"),
+    ("batch", "c.resources.limits.update({'nvidia.com/gpu': 2, 'cpu': '100'})", None),
+    ("batch", "c.env.append({'name': 'CUDA_VISIBLE_DEVICES', 'value': '0'})", "env sets CUDA_VISIBLE_DEVICES"),
+    ("batch", "c.env.append({'name': 'OMP_NUM_THREADS', 'value': '4'})", None),
+    ("batch", "c.securityContext.update({'privileged': True})", "securityContext.privileged is true"),
+    ("batch", "c.securityContext.update({'allowPrivilegeEscalation': True})", "allowPrivilegeEscalation is true"),
+    ("batch", "c.securityContext.update({'capabilities': {'add': ['SYS_ADMIN']}})", "capabilities.add adds"),
+    ("batch", "c.securityContext.update({'privileged': False, 'readOnlyRootFilesystem': True})", None),
+]
+
+
+@pytest.mark.parametrize(("workload", "statement", "fragment"), RULES)
+def test_rendered_pod_specs_keep_gpustacks_rules(workload: str, statement: str, fragment: str | None) -> None:
+    messages, output = render_checked(mutated(statement, workload), workload)
+    if fragment is None:
+        assert messages == []
+        assert main_object(output, workload)["kind"] == main_object(compiled(), workload)["kind"]
+    else:
+        assert len(messages) == 1 and fragment in messages[0], messages
+
+
+def test_init_containers_are_checked_and_named() -> None:
+    statement = (
+        "pod.update({'initContainers': [{'name': 'setup', 'image': 'x', 'securityContext': {'privileged': True}}]})"
+    )
+    [message], _ = render_checked(mutated(statement))
+    assert "initContainers[0] ('setup')" in message and "spec.template.spec" in message
+
+
+def test_every_violation_is_reported() -> None:
+    statement = (
+        "c.update({'env': [{'name': 'CUDA_VISIBLE_DEVICES', 'value': '0'}], 'securityContext': {'privileged': True}})"
+    )
+    messages, _ = render_checked(mutated(statement))
+    assert len(messages) == 2
+
+
+CRONJOB = """\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 2 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata: {labels: {{ labels | tojson }}}
+        spec:
+          restartPolicy: Never
+          tolerations: {{ tolerations | tojson }}
+          containers:
+            - name: main
+              image: b:1
+              env: [{name: X, value: "{{ extra }}"}]
+              resources: {{ manifest.spec.template.spec.containers[0].resources | tojson }}
+"""
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: one}
+spec:
+  tolerations: {{ tolerations | tojson }}
+  containers:
+    - name: main
+      image: b:1
+      env: [{name: X, value: "{{ extra }}"}]
+      resources: {{ manifest.spec.template.spec.containers[0].resources | tojson }}
+"""
+
+
+@pytest.mark.parametrize("text", [CRONJOB, POD], ids=["CronJob", "Pod"])
+def test_cronjob_and_pod_specs_are_checked(text: str) -> None:
+    clean, output = render_checked(text.replace("{{ extra }}", "1"))
+    assert clean == [] and main_object(output, "batch")["kind"] in ("CronJob", "Pod")
+    [message], _ = render_checked(text.replace('X, value: "{{ extra }}"', "CUDA_VISIBLE_DEVICES, value: '0'"))
+    assert "CUDA_VISIBLE_DEVICES" in message
+
+
+def test_the_example_template_compiles_clean() -> None:
+    result = validate_path(BLUEPRINTS / "multi-tenant.yaml")
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert result.blueprint is not None
+    output = compile_workloads(Context(result.blueprint, load_catalog()))
+    assert output.diagnostics == []
+    templated = [w.name for w in result.blueprint.workloads if w.template is not None]
+    assert templated and all(objects_of(output, name) for name in templated)
+
+
+def test_validate_renders_templates_and_points_at_the_template_field(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml.j2").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ workload.nmae }}\n")
+    blueprint_text = (CASES / "invalid" / "template-missing.yaml").read_text()
+    (tmp_path / "bp.yaml").write_text(blueprint_text.replace("templates/does-not-exist.yaml.j2", "t.yaml.j2"))
+    result = validate_path(tmp_path / "bp.yaml")
+    [diagnostic] = result.diagnostics
+    assert diagnostic.code == "GS606" and not result.ok
+    assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (24, 17)
+    assert "t.yaml.j2:4" in diagnostic.message and "nmae" in diagnostic.message

@@ -11,7 +11,7 @@ from gpustack.commands.options import output_option
 from gpustack.commands.validate import line_lookup
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, sort_diagnostics
-from gpustack.outputs import render_stream
+from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.report import SourceLine, format_json, format_text
 from gpustack.validation import validate_path
 from gpustack.write import stale_files, write_directory
@@ -29,6 +29,8 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
 
     An invalid blueprint prints its diagnostics and writes nothing (exit 1).
     """
+    if check and out == "-":
+        raise click.UsageError("--check compares a directory; it cannot check a stream (-o -)")
     result = validate_path(blueprint)
     lookup = line_lookup([result])
     if not result.ok or result.blueprint is None:
@@ -42,9 +44,12 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
     if diagnostics and output == "text":
         click.echo(format_text(diagnostics, lookup) + "\n", err=True)
     if out == "-":
-        click.echo(render_stream(plan.objects), nl=False)
-        if plan.releases:
-            click.echo("gpustack: Helm values are not part of the stream; compile to a directory for them", err=True)
+        click.echo(render_stream(plan), nl=False)
+        left_out = stream_leaves_out(plan)
+        if left_out:
+            click.echo(
+                f"gpustack: not in the stream (compile to a directory for them): {'; '.join(left_out)}", err=True
+            )
         return
     try:
         if check:

@@ -22,12 +22,15 @@ def source_lines(results: list[Validation]) -> dict[str, list[str]]:
 
 
 def _read_for_display(file: str) -> list[str]:
-    """The text of a file that failed to load, so its diagnostics can still show the line (best effort)."""
+    """The text of a file that failed to load, so its diagnostics can still show the line (best effort).
+
+    Only regular files under the size cap: a device or a pipe could be endless, and was refused already.
+    """
     try:
-        if os.path.getsize(file) > MAX_BYTES:
+        if not os.path.isfile(file) or os.path.getsize(file) > MAX_BYTES:
             return []
         with open(file, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace").splitlines()
+            return handle.read(MAX_BYTES + 1).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
 

@@ -5,16 +5,18 @@ check every pod, and the pod templates of the workload kinds that create pods, a
 
 - one policy per tenant, bound to the tenant's namespaces BY NAME (the `kubernetes.io/metadata.name` label,
   which the API server sets and nobody can change), so a tenant that can edit its namespace's labels can neither
-  step out of its policy nor into another tenant's grants. Its pods may tolerate only the taints of its pools,
-  may not use a wildcard toleration, may select (nodeSelector, or `In` in required node affinity) no node label
-  that only pools it is not granted carry, may not set `spec.nodeName`, and may name only its schedulers;
+  step out of its policy nor into another tenant's grants. On the keys pool taints use, its pods may tolerate only
+  the taints of its pools; they may not use a wildcard toleration; on the node label keys pools use, they may select
+  (nodeSelector, or `In` in required node affinity) only values its pools carry; they may not set `spec.nodeName`,
+  and may name only its schedulers. Both are allow-lists: the policy lists the tenant's own pools and the distinct
+  keys, never the other pools, so its size does not grow with the cluster (a value no pool has is refused too);
 - one policy for namespaces labelled with a tenant the blueprint does not have (a removed tenant's namespace, a
   typo): the same rules with nothing granted;
 - one policy for every other namespace but the system ones: no toleration of a granted pool's taint (a pool
   granted to any tenant, shared or not: a namespace without a tenant has no grant, and would skip Kueue and quota),
   and no wildcard toleration on a pod that asks for a granted pool's GPUs. Pools granted to no tenant stay open.
 
-The per-tenant facts (taints, labels, schedulers) are written into each policy as CEL literals in `variables`;
+The per-tenant facts (its taints, labels, schedulers) are written into each policy as CEL literals in `variables`;
 the validations read only those variables, so every tenant's policy has the same rules (less any that cannot fail
 for it) and a reviewer diffs grants, not logic. Expressions stay within portable CEL (no Kubernetes extension
 libraries, no optional types, no trailing commas), so the tests evaluate every one of them with cel-python. Pod
@@ -105,6 +107,38 @@ variables.{taints_variable}.filter(f,
 )"""
 
 
+# A tenant's toleration of a key some pool's taint uses is refused unless all it tolerates is its own pools' taints:
+# Equal with an effect names one (key, value, effect), which must be one of its pools' taints; Equal without an effect
+# tolerates every effect of (key, value), Exists every value (of one effect, or of all), so every pool taint of that
+# kind must be its own. Keys no pool taint uses (node.kubernetes.io/not-ready...) stay open; wildcards have their own
+# rule. The facts are the tenant's own taints and the distinct pool taint keys: the policy does not list other pools.
+_EXISTS = "(has(t.operator) && t.operator == 'Exists')"
+_HAS_EFFECT = "(has(t.effect) && t.effect != '')"
+_VALUE = "(has(t.value) ? t.value : '')"
+_REFUSED_TOLERATION = f"""\
+has(t.key) && t.key in variables.poolTaintKeys && !(
+        {_EXISTS}
+          ? ({_HAS_EFFECT} ? t.key + ':' + t.effect in variables.ownKeyEffects : t.key in variables.ownKeys)
+          : ({_HAS_EFFECT}
+            ? t.key + '=' + {_VALUE} + ':' + t.effect in variables.ownTaints
+            : t.key + '=' + {_VALUE} in variables.ownKeyValues)
+      )"""
+# How a refused toleration is named: as describe_taint names a taint, with what it leaves open.
+_DESCRIBE_TOLERATION = f"""\
+t.key + ({_EXISTS} || {_VALUE} == '' ? '' : '=' + t.value) + ({_HAS_EFFECT} ? ':' + t.effect : '')
+          + ({_EXISTS} ? ' (operator Exists: every value)' : '') + ({_HAS_EFFECT} ? '' : ' (every effect)')"""
+REFUSED_TOLERATIONS = f"""\
+variables.specs.map(s,
+  has(s.tolerations)
+    ? s.tolerations.filter(t,
+      {_REFUSED_TOLERATION}
+    ).map(t,
+      {_DESCRIBE_TOLERATION}
+    )
+    : []
+).filter(found, size(found) > 0)"""
+
+
 NO_WILDCARD = "variables.specs.all(s, !has(s.tolerations) || s.tolerations.all(t, has(t.key) && t.key != ''))"
 
 
@@ -124,20 +158,25 @@ variables.requiredTerms.map(terms, terms.map(term,
 ))"""
 
 
-def _names_pair(test: str) -> str:
-    """Whether any list of pairs the pod names passes `test` (a CEL predicate on the list `pairs`)."""
-    return (
-        f"variables.selectorPairs.exists(pairs, {test})\n"
-        f"|| variables.requiredPairs.exists(terms, terms.exists(expressions, expressions.exists(pairs, {test})))"
-    )
-
-
-NAMES_FOREIGN_LABEL = _names_pair("pairs.exists(p, p in variables.foreignLabels)")
-# Only for the message, so only evaluated once a pod is refused: which foreign pairs it names. (cel-go iterates a
-# map in no fixed order: with several, the message may name any one of them; the count is the same.)
-SELECTED_FOREIGN_LABELS = (
-    "variables.foreignLabels.filter(pair,\n  " + _names_pair("pair in pairs").replace("\n", "\n  ") + "\n)"
+# A `key=value` pair is refused when its key is one pools' node labels use (gpustack.io/pool, the pools' own label
+# keys, kubernetes.io/hostname) and the pair is not carried by one of the tenant's pools. Per spec, the refused pairs
+# of its nodeSelector; per spec, term and expression, the refused values of its required terms (lists of lists:
+# portable CEL has no flatten), empty lists dropped, so the first refused pair is at [0]...[0].
+_REFUSED_PAIR = "variables.poolLabelKeys.exists(k, p.startsWith(k + '=')) && !(p in variables.ownLabels)"
+REFUSED_SELECTOR_PAIRS = (
+    f"variables.selectorPairs.map(pairs, pairs.filter(p, {_REFUSED_PAIR})).filter(found, size(found) > 0)"
 )
+REFUSED_REQUIRED_PAIRS = f"""\
+variables.requiredPairs.map(terms,
+  terms.map(expressions,
+    expressions.map(pairs, pairs.filter(p, {_REFUSED_PAIR})).filter(found, size(found) > 0)
+  ).filter(found, size(found) > 0)
+).filter(found, size(found) > 0)"""
+FIRST_REFUSED_PAIR = (
+    "(size(variables.refusedSelectorPairs) > 0 ? variables.refusedSelectorPairs[0][0]"
+    " : variables.refusedRequiredPairs[0][0][0][0])"
+)
+
 
 # A Volcano Job names its scheduler on the Job too; the controller copies it into the pods.
 FOREIGN_SCHEDULERS = """\
@@ -179,12 +218,40 @@ def _count_more(variable: str, one: str, many: str) -> str:
 
 @dataclass(frozen=True)
 class Grants:
-    """What the policy of one tenant (or of a tenant the blueprint does not know) lets its pods reach."""
+    """What the policy of one tenant (or of a tenant the blueprint does not know) lets its pods reach.
+
+    Only its own pools' facts and the distinct keys pools use: never a list of the other pools, so a policy's size
+    does not grow with the number of pools or tenants.
+    """
 
     pools: tuple[str, ...]
-    foreign_taints: tuple[dict[str, str], ...]
-    foreign_labels: tuple[tuple[str, str], ...]  # ('key=value', the pools that carry it)
+    taint_keys: tuple[str, ...]  # every key a pool taint uses
+    own_taints: tuple[str, ...]  # 'key=value:effect' of its pools' taints ('' for no value)
+    own_taint_texts: tuple[str, ...]  # the same, as describe_taint writes them, for messages
+    own_key_values: tuple[str, ...]  # 'key=value' whose every pool taint (any effect) is its own
+    own_key_effects: tuple[str, ...]  # 'key:effect' whose every pool taint (any value) is its own
+    own_keys: tuple[str, ...]  # keys whose every pool taint is its own
+    label_keys: tuple[str, ...]  # every node label key that names pools
+    own_labels: tuple[str, ...]  # 'key=value' its pools' nodes carry
     schedulers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """The facts about every pool that the tenants' policies are written from, gathered once per blueprint."""
+
+    taints: tuple[tuple[str, str, str], ...]  # distinct (key, value, effect), in blueprint order
+    texts: Mapping[tuple[str, str, str], str]
+    label_keys: tuple[str, ...]
+
+
+def gather_pool_facts(ctx: Context) -> PoolFacts:
+    texts: dict[tuple[str, str, str], str] = {}
+    for pool in ctx.blueprint.pools:
+        for taint in pool.taints:
+            texts.setdefault(_identify_taint(taint), describe_taint(taint))
+    label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
+    return PoolFacts(tuple(texts), texts, tuple(label_keys))
 
 
 def describe_taint(taint: Taint) -> str:
@@ -234,25 +301,37 @@ def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))  # a HAMi scheduler renamed to one of the others is listed once
 
 
-def resolve_grants(ctx: Context, tenant: Tenant | None) -> Grants:
+def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None = None) -> Grants:
     """What `tenant` may reach; None: a tenant the blueprint does not know, which is granted nothing."""
+    facts = facts or gather_pool_facts(ctx)
     granted_names = set(tenant.pools) if tenant is not None else set()
     granted = [pool for pool in ctx.blueprint.pools if pool.name in granted_names]
-    foreign = [pool for pool in ctx.blueprint.pools if pool.name not in granted_names]
-    # A taint one of its own pools carries must stay tolerable; pools that share a taint are told apart by labels.
-    own_taints = {_identify_taint(taint) for pool in granted for taint in pool.taints}
-    taints = tuple(
-        {"key": key, "value": value, "effect": effect, "taint": text, "owner": _describe_owners(owners)}
-        for (key, value, effect), (text, owners) in _collect_taints(foreign, own_taints).items()
+    own = list(dict.fromkeys(_identify_taint(taint) for pool in granted for taint in pool.taints))
+    own_set = set(own)
+    # A taint one of its own pools carries stays tolerable, even if other pools carry it too (pools that share a
+    # taint are told apart by labels). A toleration that covers several taints is allowed if all of them are its own.
+    own_keys = {key for key, _, _ in own}
+    foreign = [taint for taint in facts.taints if taint not in own_set and taint[0] in own_keys]
+    key_values = dict.fromkeys(f"{k}={v}" for k, v, _ in own)
+    key_effects = dict.fromkeys(f"{k}:{e}" for k, _, e in own)
+    keys = dict.fromkeys(k for k, _, _ in own)
+    for k, v, e in foreign:
+        key_values.pop(f"{k}={v}", None)
+        key_effects.pop(f"{k}:{e}", None)
+        keys.pop(k, None)
+    labels = dict.fromkeys(f"{key}={value}" for pool in granted for key, value in collect_pool_labels(pool))
+    return Grants(
+        pools=tuple(pool.name for pool in granted),
+        taint_keys=tuple(dict.fromkeys(k for k, _, _ in facts.taints)),
+        own_taints=tuple(f"{k}={v}:{e}" for k, v, e in own),
+        own_taint_texts=tuple(facts.texts[taint] for taint in own),
+        own_key_values=tuple(key_values),
+        own_key_effects=tuple(key_effects),
+        own_keys=tuple(keys),
+        label_keys=facts.label_keys,
+        own_labels=tuple(labels),
+        schedulers=list_schedulers(ctx, tenant),
     )
-    own_labels = {pair for pool in granted for pair in collect_pool_labels(pool)}
-    label_owners: dict[tuple[str, str], list[str]] = {}
-    for pool in foreign:
-        for pair in collect_pool_labels(pool):
-            if pair not in own_labels and pool.name not in label_owners.setdefault(pair, []):
-                label_owners[pair].append(pool.name)
-    labels = tuple((f"{key}={value}", _describe_owners(owners)) for (key, value), owners in label_owners.items())
-    return Grants(tuple(pool.name for pool in granted), taints, labels, list_schedulers(ctx, tenant))
 
 
 def find_granted_pools(ctx: Context) -> list[tuple[NodePool, list[str]]]:
@@ -291,12 +370,6 @@ def write_cel_records(records: Sequence[Mapping[str, str]]) -> str:
         "  {" + ", ".join(f"{quote_cel(k)}: {quote_cel(v)}" for k, v in record.items()) + "}" for record in records
     ]
     return "[\n" + ",\n".join(lines) + "\n]"
-
-
-def write_cel_map(entries: Sequence[tuple[str, str]]) -> str:
-    """A string-to-string map, one entry per line (keys unique: they come from a dict)."""
-    lines = [f"  {quote_cel(key)}: {quote_cel(value)}" for key, value in entries]
-    return "{\n" + ",\n".join(lines) + "\n}"
 
 
 @dataclass(frozen=True)
@@ -377,8 +450,8 @@ def _select_names(operator: str, names: Iterable[str], key: str = NAMESPACE_NAME
 def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str, grants: Grants) -> Object:
     """The rules every tenant's pods follow; `grants` are the only per-tenant part.
 
-    A rule that cannot fail (no pool the tenant is not granted has a taint, or a label) is left out rather than
-    emitted with an empty list: every expression in the policy can then be exercised, and is, by the tests.
+    A rule that cannot fail (no pool has a taint, or a label) is left out rather than emitted with empty lists:
+    every expression in the policy can then be exercised, and is, by the tests.
     """
     tenant = Cel("variables.tenant")
     pools = f"(granted: {', '.join(grants.pools) or 'no pool'})"
@@ -392,40 +465,53 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
             build_message("tenant ", tenant, f" may not use {wildcard} tenant ", tenant, f" is not granted {pools}"),
         )
     ]
-    if grants.foreign_taints:
-        taint = "variables.toleratedForeignTaints[0]"
+    if grants.taint_keys:
+        own = ", ".join(grants.own_taint_texts) or "none"
         variables += [
-            _declare("foreignTaints", write_cel_records(grants.foreign_taints)),
-            _declare("toleratedForeignTaints", _filter_tolerated("foreignTaints")),
+            _declare("poolTaintKeys", quote_cel_list(grants.taint_keys)),
+            _declare("ownTaints", quote_cel_list(grants.own_taints)),
+            _declare("ownKeyValues", quote_cel_list(grants.own_key_values)),
+            _declare("ownKeyEffects", quote_cel_list(grants.own_key_effects)),
+            _declare("ownKeys", quote_cel_list(grants.own_keys)),
+            _declare("refusedTolerations", REFUSED_TOLERATIONS),
         ]
+        more = "size(variables.refusedTolerations[0]) - 1"
         validations.append(
             _build_validation(
-                "size(variables.toleratedForeignTaints) == 0",
-                f"{tenant_words} may only tolerate the taints of its pools {pools}",
+                "size(variables.refusedTolerations) == 0",
+                f"{tenant_words} may only tolerate, of the taint keys pools use ({', '.join(grants.taint_keys)}), "
+                f"the taints of its pools {pools}: {own}",
                 build_message(
-                    *("tenant ", tenant, " may not tolerate ", Cel(f"{taint}.taint"), ": that taint belongs to "),
-                    *(Cel(f"{taint}.owner"), ", which tenant ", tenant, " is not granted"),
-                    Cel(_count_more("toleratedForeignTaints", "such taint", "such taints")),
+                    *("tenant ", tenant, " may not tolerate ", Cel("variables.refusedTolerations[0][0]")),
+                    Cel(
+                        f"({more} > 0 ? ' (and ' + string({more}) + ' more such toleration'"
+                        f" + ({more} == 1 ? '' : 's') + ')' : '')"
+                    ),
+                    *(": on the taint keys pools use, tenant ", tenant, " may only tolerate the taints of its pools "),
+                    f"{pools}: {own}",
                 ),
             )
         )
-    if grants.foreign_labels:
-        label = "variables.selectedForeignLabels[0]"
+    if grants.label_keys:
+        own = ", ".join(grants.own_labels) or "none"
         variables += [
             _declare("requiredTerms", REQUIRED_TERMS),
             _declare("selectorPairs", SELECTOR_PAIRS),
             _declare("requiredPairs", REQUIRED_PAIRS),
-            _declare("foreignLabels", write_cel_map(grants.foreign_labels)),
-            _declare("selectedForeignLabels", SELECTED_FOREIGN_LABELS),
+            _declare("poolLabelKeys", quote_cel_list(grants.label_keys)),
+            _declare("ownLabels", quote_cel_list(grants.own_labels)),
+            _declare("refusedSelectorPairs", REFUSED_SELECTOR_PAIRS),
+            _declare("refusedRequiredPairs", REFUSED_REQUIRED_PAIRS),
         ]
         validations.append(
             _build_validation(
-                "!(\n  " + NAMES_FOREIGN_LABEL.replace("\n", "\n  ") + "\n)",
-                f"{tenant_words} may only select or require nodes of its pools {pools}",
+                "size(variables.refusedSelectorPairs) == 0 && size(variables.refusedRequiredPairs) == 0",
+                f"{tenant_words} may only select or require, of the node label keys pools use "
+                f"({', '.join(grants.label_keys)}), the labels of its pools {pools}: {own}",
                 build_message(
-                    *("tenant ", tenant, " may not select ", Cel(label), ": that node label belongs to "),
-                    *(Cel(f"variables.foreignLabels[{label}]"), ", which tenant ", tenant, " is not granted"),
-                    Cel(_count_more("selectedForeignLabels", "such label", "such labels")),
+                    *("tenant ", tenant, " may not select ", Cel(FIRST_REFUSED_PAIR)),
+                    *(": on the node label keys pools use, tenant ", tenant, " may only select the labels of its "),
+                    f"pools {pools}: {own}",
                 ),
             )
         )
@@ -455,7 +541,7 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
     return build_policy(name, variables, validations)
 
 
-def build_tenant_objects(ctx: Context, tenant: Tenant) -> list[Object]:
+def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None = None) -> list[Object]:
     # A system namespace is never checked, even one a blueprint hands to a tenant: the device plugin living there
     # tolerates every pool's taint, and refusing it would take the GPUs off every node.
     namespaces = [namespace for namespace in tenant.namespaces if namespace not in list_system_namespaces(ctx)]
@@ -464,11 +550,11 @@ def build_tenant_objects(ctx: Context, tenant: Tenant) -> list[Object]:
     name = f"{NAME_PREFIX}tenant-{tenant.name}"
     words = f"tenant {tenant.name}"
     selector = {"matchExpressions": [_select_names("In", namespaces)]}
-    grants = resolve_grants(ctx, tenant)
+    grants = resolve_grants(ctx, tenant, facts)
     return [build_isolation_policy(name, quote_cel(tenant.name), words, grants), build_binding(name, selector)]
 
 
-def build_unknown_tenant_objects(ctx: Context) -> list[Object]:
+def build_unknown_tenant_objects(ctx: Context, facts: PoolFacts | None = None) -> list[Object]:
     """Namespaces labelled with a tenant the blueprint does not have: the tenant rules, with nothing granted."""
     tenant_namespaces = [namespace for tenant in ctx.blueprint.tenants for namespace in tenant.namespaces]
     expressions = [
@@ -478,7 +564,7 @@ def build_unknown_tenant_objects(ctx: Context) -> list[Object]:
     # The binding only selects namespaces that carry the label, so the lookup cannot miss.
     label = f"namespaceObject.metadata.labels[{quote_cel(TENANT_LABEL)}]"
     words = "a tenant this blueprint does not have"
-    grants = resolve_grants(ctx, None)
+    grants = resolve_grants(ctx, None, facts)
     return [
         build_isolation_policy(UNKNOWN_TENANT_POLICY, label, words, grants),
         build_binding(UNKNOWN_TENANT_POLICY, {"matchExpressions": expressions}),
@@ -553,8 +639,9 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
 
 
 def build_admission_objects(ctx: Context) -> list[Object]:
-    objects = [obj for tenant in ctx.blueprint.tenants for obj in build_tenant_objects(ctx, tenant)]
-    return [*objects, *build_unknown_tenant_objects(ctx), *build_non_tenant_objects(ctx)]
+    facts = gather_pool_facts(ctx)
+    objects = [obj for tenant in ctx.blueprint.tenants for obj in build_tenant_objects(ctx, tenant, facts)]
+    return [*objects, *build_unknown_tenant_objects(ctx, facts), *build_non_tenant_objects(ctx)]
 
 
 def compile_admission(ctx: Context) -> FamilyOutput:

@@ -25,6 +25,8 @@ from gpustack.diagnostic import Diagnostic, DiagnosticError
 from gpustack.load import parse_document
 from gpustack.model import Workload
 from gpustack.needs import Requests
+from gpustack.offers import RESOURCE_PREFIX
+from gpustack.quantity import parse_quantity
 from gpustack.yamlout import dump_yaml
 
 TEMPLATE_ERROR = "GS606"
@@ -206,3 +208,197 @@ def _shaped(
     }
     head = {"apiVersion": data["apiVersion"], "kind": data["kind"], "metadata": meta}
     return {**head, **{k: v for k, v in data.items() if k not in head}}
+
+
+# --- what a rendered object may not do -------------------------------------------------------------------------------
+# A template may add what gpustack does not model, never undo what makes a GPU pod land safely: the same rules the
+# generated objects follow (see workloads.py), checked on every pod spec the rendered object carries.
+
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+POD_TEMPLATE_KINDS = ("Deployment", "StatefulSet", "Job", "DaemonSet", "ReplicaSet", "ReplicationController")
+CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def rendered_pod_specs(obj: Object) -> list[tuple[str, Any]]:
+    """(field path, pod spec) for every pod spec in a rendered object; unknown kinds carry none."""
+    kind, spec = obj.get("kind"), obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    if kind == "Pod":
+        return [("spec", spec)]
+    if kind == "CronJob":
+        job = spec.get("jobTemplate")
+        job_spec = job.get("spec") if isinstance(job, dict) else None
+        template = job_spec.get("template") if isinstance(job_spec, dict) else None
+        if isinstance(template, dict) and "spec" in template:
+            return [("spec.jobTemplate.spec.template.spec", template["spec"])]
+        return []
+    if "tasks" in spec and str(obj.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+        tasks = spec["tasks"] if isinstance(spec["tasks"], list) else []
+        found = []
+        for index, task in enumerate(tasks):
+            template = task.get("template") if isinstance(task, dict) else None
+            if isinstance(template, dict) and "spec" in template:
+                found.append((f"spec.tasks[{index}].template.spec", template["spec"]))
+        return found
+    template = spec.get("template")
+    if kind in POD_TEMPLATE_KINDS and isinstance(template, dict) and "spec" in template:
+        return [("spec.template.spec", template["spec"])]
+    return []
+
+
+def _tolerates(toleration: dict[str, Any], taint: Any) -> bool:
+    """Kubernetes' ToleratesTaint, for a toleration that names a key."""
+    if toleration.get("key") != taint.key:
+        return False
+    effect = toleration.get("effect")
+    if effect not in (None, "") and effect != taint.effect:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.value or "")
+
+
+def _taint_text(taint: Any) -> str:
+    value = f"={taint.value}" if taint.value is not None else ""
+    return f"{taint.key}{value}:{taint.effect}"
+
+
+def _quantity_equal(left: Any, right: Any) -> bool:
+    try:
+        return bool(parse_quantity(str(left)) == parse_quantity(str(right)))
+    except (ValueError, ArithmeticError):  # not a quantity: the API server rejects it anyway; compare as written
+        return str(left) == str(right)
+
+
+def _is_extended(resource: str) -> bool:
+    domain = resource.split("/", 1)[0] if "/" in resource else ""
+    return bool(domain) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
+def _containers(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for field_name in CONTAINER_LISTS:
+        items = spec.get(field_name)
+        for index, container in enumerate(items if isinstance(items, list) else []):
+            if isinstance(container, dict):
+                name = container.get("name")
+                label = f"{field_name}[{index}]" + (f" ('{name}')" if isinstance(name, str) else "")
+                found.append((label, container))
+    return found
+
+
+def _toleration_problems(ctx: Context, pool_name: str, spec: dict[str, Any]) -> list[tuple[str, str]]:
+    pool = ctx.pools.get(pool_name)
+    if pool is None:
+        return []
+    raw = spec.get("tolerations")
+    given = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
+    problems = []
+    hint_exact = "keep `tolerations` as gpustack derives them: `tolerations: {{ tolerations | toyaml }}`"
+    for index, toleration in enumerate(given):
+        if not toleration.get("key"):
+            problems.append(
+                (
+                    f"tolerations[{index}] has no key: a wildcard toleration tolerates every pool's taints",
+                    hint_exact,
+                )
+            )
+    own = {(t.key, t.value, t.effect) for t in pool.taints}
+    for taint in pool.taints:
+        if not any(_tolerates(t, taint) for t in given):
+            problems.append(
+                (
+                    f"tolerations do not tolerate taint {_taint_text(taint)} of pool '{pool.name}': "
+                    "its pods would stay Pending",
+                    hint_exact,
+                )
+            )
+    for other in ctx.blueprint.pools:
+        if other.name == pool.name:
+            continue
+        for taint in other.taints:
+            if (taint.key, taint.value, taint.effect) in own:
+                continue
+            if any(t.get("key") and _tolerates(t, taint) for t in given):
+                problems.append(
+                    (
+                        f"tolerations tolerate taint {_taint_text(taint)} of pool '{other.name}': "
+                        f"a workload of pool '{pool.name}' may only tolerate its own pool's taints",
+                        hint_exact,
+                    )
+                )
+    return problems
+
+
+def _container_problems(ctx: Context, pool_name: str, label: str, container: dict[str, Any]) -> list[tuple[str, str]]:
+    problems = []
+    advertised = {offer.resource for offer in ctx.offers.get(pool_name, ())}
+    resources = container.get("resources")
+    resources = resources if isinstance(resources, dict) else {}
+    requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+    limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+    for name in sorted({str(key) for key in (*requests, *limits)}):
+        if name.startswith(RESOURCE_PREFIX) and name not in advertised:
+            offered = ", ".join(sorted(advertised)) or "none"
+            problems.append(
+                (
+                    f"{label} asks for {name}, which pool '{pool_name}' does not advertise (it offers {offered})",
+                    "use the resources gpustack resolved: `{{ resources }}`, or the requests in `manifest`",
+                )
+            )
+        if _is_extended(name) and (
+            name not in requests or name not in limits or not _quantity_equal(requests[name], limits[name])
+        ):
+            problems.append(
+                (
+                    f"{label} resources: requests and limits of extended resource {name} differ "
+                    f"(requests {requests.get(name)!r}, limits {limits.get(name)!r})",
+                    "Kubernetes requires requests == limits for extended resources: set both to the same amount",
+                )
+            )
+    env = container.get("env")
+    for item in env if isinstance(env, list) else []:
+        if isinstance(item, dict) and item.get("name") == "CUDA_VISIBLE_DEVICES":
+            problems.append(
+                (
+                    f"{label} env sets CUDA_VISIBLE_DEVICES, which fights the device plugin's GPU assignment",
+                    "drop CUDA_VISIBLE_DEVICES: the device plugin exposes exactly the allocated GPUs",
+                )
+            )
+    security = container.get("securityContext")
+    security = security if isinstance(security, dict) else {}
+    hardening = "keep gpustack's securityContext (allowPrivilegeEscalation: false, capabilities: {drop: [ALL]})"
+    if security.get("privileged") is True:
+        problems.append((f"{label} securityContext.privileged is true: a privileged pod sees every GPU", hardening))
+    if security.get("allowPrivilegeEscalation") is True:
+        problems.append((f"{label} securityContext.allowPrivilegeEscalation is true", hardening))
+    capabilities = security.get("capabilities")
+    added = capabilities.get("add") if isinstance(capabilities, dict) else None
+    if added:
+        problems.append((f"{label} securityContext.capabilities.add adds {added}", hardening))
+    return problems
+
+
+def check_rendered(ctx: Context, workload: Workload, obj: Object) -> list[Diagnostic]:
+    """GS606 errors for every rule a rendered object breaks: one per violation, none when it is safe."""
+    where = (*workload.path, "template")
+    found: list[Diagnostic] = []
+    for field_path, spec in rendered_pod_specs(obj):
+        if not isinstance(spec, dict):
+            continue
+        problems = _toleration_problems(ctx, workload.pool, spec)
+        for label, container in _containers(spec):
+            problems.extend(_container_problems(ctx, workload.pool, label, container))
+        for message, hint in problems:
+            found.append(
+                ctx.error(
+                    TEMPLATE_ERROR,
+                    where,
+                    f"workload '{workload.name}': template {workload.template} renders {obj.get('kind')} "
+                    f"whose {field_path}: {message}",
+                    hint,
+                )
+            )
+    return found

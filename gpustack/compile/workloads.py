@@ -25,7 +25,7 @@ from gpustack.compile.labels import (
     priority_class_name,
 )
 from gpustack.compile.plan import FamilyOutput, Manifest, Object
-from gpustack.compile.templates import render_workload_template, template_variables
+from gpustack.compile.templates import check_rendered, render_workload_template, template_variables
 from gpustack.compile.volcano import queue_name
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
@@ -65,6 +65,10 @@ def compile_workloads(ctx: Context) -> FamilyOutput:
             rendered = render_workload_template(ctx, workload, variables)
             if not isinstance(rendered, dict):
                 output.diagnostics.append(rendered)
+                continue
+            violations = check_rendered(ctx, workload, rendered)
+            if violations:
+                output.diagnostics.extend(violations)
                 continue
             objects[-1] = rendered
         output.objects.extend(Manifest(FAMILY, file, obj) for obj in objects)
