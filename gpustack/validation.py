@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,11 +42,18 @@ def validate_document(document: Document) -> Validation:
     if shape:
         return Validation(document.file, document, None, tuple(shape))
     blueprint = build_blueprint(document.data, document.file)
+    return Validation(
+        document.file, document, blueprint, tuple(run_checks(blueprint, load_catalog(), _locator(document)))
+    )
+
+
+def _locator(document: Document) -> Callable[[JsonPath, bool], Span | None]:
+    """Where a path (or its key) stands in the document, for checks that only know paths."""
 
     def locate(path: JsonPath, key: bool) -> Span | None:
         return document.span(path, key=key)
 
-    return Validation(document.file, document, blueprint, tuple(run_checks(blueprint, load_catalog(), locate)))
+    return locate
 
 
 def validate_text(text: str | bytes, file: str) -> Validation:
@@ -83,6 +91,8 @@ def _with_templates(result: Validation, base: Path) -> Validation:
         path = (*workload.path, "template")
         try:
             file = base / workload.template
+            if not file.is_file():  # a device or a pipe could be endless; a directory has no text
+                raise OSError(f"{file} is not a regular file")
             if file.stat().st_size > MAX_TEMPLATE_BYTES:
                 raise OSError(f"larger than {MAX_TEMPLATE_BYTES} bytes")
             texts[workload.template] = file.read_text(encoding="utf-8")
@@ -110,9 +120,5 @@ def _with_templates(result: Validation, base: Path) -> Validation:
 
 def _rendered_template_problems(blueprint: Blueprint, document: Document) -> list[Diagnostic]:
     """Render the templates as compile would, so `validate` fails exactly where `compile` would (GS606)."""
-
-    def locate(path: JsonPath, key: bool) -> Span | None:
-        return document.span(path, key=key)
-
-    output = compile_workloads(Context(blueprint, load_catalog(), locate))
+    output = compile_workloads(Context(blueprint, load_catalog(), _locator(document)))
     return [d for d in output.diagnostics if d.code == TEMPLATE_ERROR]

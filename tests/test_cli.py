@@ -120,3 +120,12 @@ def test_an_endless_input_is_refused_without_reading_it_all() -> None:
     code, out, _ = run("validate", "/dev/zero")
     assert code == 1
     assert "GS0" in out
+
+
+def test_a_template_path_that_is_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    text = (INVALID / "template-missing.yaml").read_text().replace("templates/does-not-exist.yaml.j2", "/dev/zero")
+    blueprint = tmp_path / "bp.yaml"
+    blueprint.write_text(text)
+    code, out, _ = run("validate", str(blueprint))
+    assert code == 1
+    assert "error[GS605]" in out and "not a regular file" in out

@@ -8,7 +8,6 @@ from gpustack.checks.references import tenant_amounts
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
-from gpustack.needs import Requests, resolve_need
 from gpustack.offers import full_resource_name, offer_for
 from gpustack.quota import quota_ceiling
 
@@ -76,15 +75,12 @@ def tenant_demand(ctx: Context, tenant_name: str) -> dict[tuple[str, str], int]:
     """(pool, resource) -> units the tenant's templates request when all their pods run."""
     demand: dict[tuple[str, str], int] = {}
     for workload in ctx.blueprint.workloads:
-        pool = ctx.pools.get(workload.pool)
-        model = ctx.models.get(workload.pool)
-        if workload.tenant != tenant_name or pool is None or model is None:
+        requests = ctx.requests.get(workload.name)  # resolved once per context; absent where the need cannot fit
+        if workload.tenant != tenant_name or requests is None:
             continue
-        requests = resolve_need(workload, pool, model, ctx.offers[pool.name])
-        if isinstance(requests, Requests):
-            for resource, amount in requests.items:
-                key = (pool.name, resource)
-                demand[key] = demand.get(key, 0) + amount * workload.pods
+        for resource, amount in requests.items:
+            key = (workload.pool, resource)
+            demand[key] = demand.get(key, 0) + amount * workload.pods
     return demand
 
 
