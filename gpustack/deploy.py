@@ -45,13 +45,13 @@ from pulumi_kubernetes.yaml.v2 import ConfigGroup
 
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.compile import KIND_RANK, WORKLOAD_RANK, compile_blueprint
-from gpustack.compile.labels import FIELD_MANAGER
 from gpustack.compile.nodes import FAMILY as NODES_FAMILY
 from gpustack.compile.nodes import TAINTS_FAMILY
-from gpustack.compile.plan import HelmRelease, Manifest, Object, Plan
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, Severity, sort_diagnostics
 from gpustack.model import Blueprint
+from gpustack.names import FIELD_MANAGER
+from gpustack.plan import HelmRelease, Manifest, Object, Plan
 from gpustack.report import SourceLine, format_text
 from gpustack.validation import validate_path
 

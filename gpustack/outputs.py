@@ -5,8 +5,8 @@ Pure: the writer and `compile --check` both call `render_files`, so what is chec
 
 from __future__ import annotations
 
-from gpustack.compile.plan import Manifest, Plan
 from gpustack.outputs_readme import render_readme
+from gpustack.plan import Manifest, Plan
 from gpustack.yamlout import dump_all, dump_yaml
 
 KUSTOMIZATION = "kustomization.yaml"

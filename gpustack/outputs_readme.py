@@ -6,7 +6,7 @@ from typing import Any
 
 import jinja2
 
-from gpustack.compile.plan import Manifest, Plan
+from gpustack.plan import Manifest, Plan
 from gpustack.templating import package_template
 
 FAMILY_DESCRIPTIONS: dict[str, str] = {

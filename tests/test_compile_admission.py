@@ -33,10 +33,10 @@ from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
 from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission, describe_taint
-from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
-from gpustack.compile.plan import Plan
 from gpustack.context import Context
 from gpustack.model import Blueprint, Scheduler, SharingStrategy
+from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.plan import Plan
 from gpustack.validation import validate_path, validate_text
 
 CORPUS = CASES / "admission"

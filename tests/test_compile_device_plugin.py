@@ -23,9 +23,9 @@ from gpustack.compile.device_plugin import (
     compile_device_plugin,
     device_plugin_config_key,
 )
-from gpustack.compile.labels import POOL_LABEL
-from gpustack.compile.plan import HelmRelease
 from gpustack.model import Blueprint
+from gpustack.names import POOL_LABEL
+from gpustack.plan import HelmRelease
 
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO.parent / "shared" / "conformance"

@@ -20,10 +20,10 @@ from manifest_schemas import CRD_GROUP_SUFFIXES, newest_version, validate_any
 from gpustack.catalog import load_catalog
 from gpustack.cli import group
 from gpustack.compile import compile_blueprint
-from gpustack.compile.plan import Plan
 from gpustack.context import Context
 from gpustack.mig import check_layout
 from gpustack.outputs import render_files
+from gpustack.plan import Plan
 from gpustack.validation import validate_path
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

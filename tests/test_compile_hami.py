@@ -13,10 +13,10 @@ from conftest import CASES
 
 from gpustack.compile import compile_blueprint
 from gpustack.compile.hami import compile_hami
-from gpustack.compile.labels import POOL_LABEL, WORKLOAD_LABEL
-from gpustack.compile.plan import HelmRelease, Object, Plan
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Blueprint
+from gpustack.names import POOL_LABEL, WORKLOAD_LABEL
+from gpustack.plan import HelmRelease, Object, Plan
 from gpustack.validation import validate_path, validate_text
 
 VERSIONS = ("1.31", manifest_schemas.newest_version())

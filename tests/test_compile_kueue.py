@@ -18,11 +18,11 @@ from builders import blueprint, context
 
 from gpustack.compile import compile_blueprint
 from gpustack.compile.kueue import KUEUE_CHART, KUEUE_VERSION, compile_kueue
-from gpustack.compile.labels import KUEUE_QUEUE_LABEL, POOL_LABEL, TENANT_LABEL
-from gpustack.compile.plan import Object, Plan
 from gpustack.compile.workloads import tolerations
 from gpustack.deploy import group_of
 from gpustack.model import Blueprint
+from gpustack.names import KUEUE_QUEUE_LABEL, POOL_LABEL, TENANT_LABEL
+from gpustack.plan import Object, Plan
 from gpustack.quantity import parse_quantity
 
 VERSIONS = ("1.31", manifest_schemas.newest_version())

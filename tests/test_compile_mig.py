@@ -12,9 +12,9 @@ from builders import blueprint, context
 from upstream_rules import mig_parted_config_errors, mig_profile_error
 
 from gpustack.compile.mig import compile_mig, mig_config_label
-from gpustack.compile.plan import FamilyOutput
 from gpustack.mig import check_layout
 from gpustack.model import Blueprint
+from gpustack.plan import FamilyOutput
 
 CONFORMANCE = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 DEFAULT_MIG_PARTED = CONFORMANCE / "default-mig-parted-config.yaml"

@@ -16,11 +16,11 @@ import yaml
 from builders import blueprint, context
 
 from gpustack.compile.device_plugin import compile_device_plugin
-from gpustack.compile.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.compile.mig import compile_mig
 from gpustack.compile.nodes import compile_nodes, node_labels, node_taints
 from gpustack.context import Context
 from gpustack.model import Blueprint
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 
 LABEL_VALUE_MAX = 63
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # blueprint-format.md `label-value`

@@ -11,13 +11,13 @@ import pytest
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
-from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL
-from gpustack.compile.plan import FamilyOutput, Manifest
 from gpustack.compile.tenants import LIMIT_RANGE_NAME, QUOTA_NAME, compile_tenants
 from gpustack.context import Context
 from gpustack.diagnostic import Position, Severity, Span
 from gpustack.model import PRIORITY_VALUES, Blueprint
+from gpustack.names import MANAGED_BY, TENANT_LABEL
 from gpustack.offers import full_resource_name
+from gpustack.plan import FamilyOutput, Manifest
 from gpustack.validation import validate_text
 from gpustack.yamlout import dump_all
 

@@ -12,11 +12,11 @@ import yaml
 from builders import blueprint, context
 
 from gpustack.compile import compile_blueprint
-from gpustack.compile.labels import VOLCANO_QUEUE_ANNOTATION, WORKLOAD_LABEL
-from gpustack.compile.plan import Object, Plan
 from gpustack.compile.volcano import CONFIG_FILE, VOLCANO_VERSION, compile_volcano
 from gpustack.deploy import group_of
 from gpustack.model import Blueprint
+from gpustack.names import VOLCANO_QUEUE_ANNOTATION, WORKLOAD_LABEL
+from gpustack.plan import Object, Plan
 from gpustack.validation import validate_text
 
 VERSIONS = ("1.31", manifest_schemas.newest_version())

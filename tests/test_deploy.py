@@ -350,7 +350,7 @@ def test_groups_follow_kind_and_api_group_only() -> None:
     }
     queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}}
     local_queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "q"}}
-    from gpustack.compile.plan import Manifest
+    from gpustack.plan import Manifest
 
     assert group_of(Manifest("volcano", "f", queue)) == "custom-resources"
     assert group_of(Manifest("kueue", "f", local_queue)) == "custom-resources"

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from conftest import CASES
 
-from gpustack.compile.plan import Artifact, HelmRelease, Manifest, Plan
+from gpustack.plan import Artifact, HelmRelease, Manifest, Plan
 from gpustack.review.capacity import Pair, capacity_deltas
 from gpustack.review.changes import FieldChange, Kind, Status, blueprint_changes, field_changes
 from gpustack.review.formatting import change, show, summary, table

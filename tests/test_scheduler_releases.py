@@ -9,8 +9,8 @@ from typing import Any
 from builders import blueprint
 
 from gpustack.compile import compile_blueprint
-from gpustack.compile.plan import HelmRelease, Plan
 from gpustack.outputs import render_files
+from gpustack.plan import HelmRelease, Plan
 from gpustack.validation import validate_text
 
 POOL: dict[str, Any] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
-from gpustack.compile.labels import HAMI_NODE_LABELS
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, SharingStrategy
+from gpustack.names import HAMI_NODE_LABELS
 from gpustack.quantity import GIB, format_gib, parse_quantity
 
 OWNED_LABELS = (

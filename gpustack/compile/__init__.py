@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano, workloads
-from gpustack.compile.plan import FamilyOutput, Manifest, Plan
 from gpustack.context import Context
 from gpustack.model import Blueprint
+from gpustack.plan import FamilyOutput, Manifest, Plan
 
 Family = Callable[[Context], FamilyOutput]
 

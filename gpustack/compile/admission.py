@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.checks.cluster import ADMISSION_POLICY_MINOR
-from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
-from gpustack.compile.plan import FamilyOutput, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
+from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.plan import FamilyOutput, Manifest, Object
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpustack.compile.labels import MAX_LABEL_VALUE, POOL_LABEL
-from gpustack.compile.plan import FamilyOutput, HelmRelease, Object
 from gpustack.context import Context
 from gpustack.model import DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy
+from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
+from gpustack.plan import FamilyOutput, HelmRelease, Object
 from gpustack.yamlout import dump_yaml
 
 RELEASE_NAME = "nvidia-device-plugin"

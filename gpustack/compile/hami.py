@@ -14,10 +14,10 @@ container by its CUDA interception library (HAMi-core), not by the hardware. Wha
 from __future__ import annotations
 
 from gpustack.compile.device_plugin import build_tolerations
-from gpustack.compile.labels import HAMI_NODE_LABELS
-from gpustack.compile.plan import Artifact, FamilyOutput, HelmRelease, Object
 from gpustack.context import Context
 from gpustack.model import HamiSharing, NodePool, SharingStrategy
+from gpustack.names import HAMI_NODE_LABELS
+from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Object
 
 RELEASE_NAME = "hami"
 CHART_NAME = "hami"

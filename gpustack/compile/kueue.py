@@ -27,8 +27,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from gpustack.compile.labels import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LABEL
-from gpustack.compile.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.compile.workloads import tolerations
 from gpustack.context import Context
 from gpustack.model import (
@@ -41,7 +39,9 @@ from gpustack.model import (
     Tenant,
     amounts_for,
 )
+from gpustack.names import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LABEL
 from gpustack.offers import full_resource_name
+from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.quantity import parse_quantity
 
 FAMILY = "kueue"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from gpustack.compile.labels import MANAGED_BY, MIG_CONFIG_LABEL, MIG_DISABLED_CONFIG, mig_config_name
-from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import MigGroup, NodePool, SharingStrategy
+from gpustack.names import MANAGED_BY, MIG_CONFIG_LABEL, MIG_DISABLED_CONFIG, mig_config_name
+from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "mig"

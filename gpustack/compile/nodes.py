@@ -21,11 +21,11 @@ from __future__ import annotations
 import shlex
 
 from gpustack.compile.device_plugin import device_plugin_config_key
-from gpustack.compile.labels import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.compile.mig import mig_config_label
-from gpustack.compile.plan import Artifact, FamilyOutput, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import NodePool, SharingStrategy, Taint
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
 
 FAMILY = "nodes"
 TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring

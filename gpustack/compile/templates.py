@@ -18,14 +18,14 @@ from typing import Any
 from jinja2 import FunctionLoader, StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
-from gpustack.compile.labels import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
-from gpustack.compile.plan import Object
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError
 from gpustack.load import parse_document
 from gpustack.model import Workload
+from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
 from gpustack.needs import Requests
 from gpustack.offers import RESOURCE_PREFIX
+from gpustack.plan import Object
 from gpustack.quantity import parse_quantity
 from gpustack.yamlout import dump_yaml
 

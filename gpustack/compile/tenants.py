@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL, priority_class_name
-from gpustack.compile.plan import FamilyOutput, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
+from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
+from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quota import quota_ceiling
 
 FAMILY = "tenants"

@@ -6,9 +6,9 @@ one fragment per pool for whoever provisions the nodes to merge into the kubelet
 
 from __future__ import annotations
 
-from gpustack.compile.plan import Artifact, FamilyOutput, Object
 from gpustack.context import Context
 from gpustack.model import NodePool, Topology
+from gpustack.plan import Artifact, FamilyOutput, Object
 from gpustack.yamlout import dump_yaml
 
 # Policies that reject a pod whose resources cannot be aligned; aligning CPUs needs the static CPU manager.

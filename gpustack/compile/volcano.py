@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpustack.compile.labels import MANAGED_BY, TENANT_LABEL
-from gpustack.compile.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.context import Context
 from gpustack.model import (
     DEFAULT_VOLCANO_CHART_VERSION,
@@ -27,7 +25,9 @@ from gpustack.model import (
     Tenant,
     WorkloadKind,
 )
+from gpustack.names import MANAGED_BY, TENANT_LABEL
 from gpustack.offers import full_resource_name
+from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "volcano"

@@ -12,7 +12,11 @@ import math
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
-from gpustack.compile.labels import (
+from gpustack.compile.templates import check_rendered, render_workload_template, template_variables
+from gpustack.compile.volcano import queue_name
+from gpustack.context import Context
+from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
+from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
     KUEUE_QUEUE_LABEL,
     MANAGED_BY,
@@ -24,13 +28,9 @@ from gpustack.compile.labels import (
     WORKLOAD_LABEL,
     priority_class_name,
 )
-from gpustack.compile.plan import FamilyOutput, Manifest, Object
-from gpustack.compile.templates import check_rendered, render_workload_template, template_variables
-from gpustack.compile.volcano import queue_name
-from gpustack.context import Context
-from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.needs import Requests
 from gpustack.offers import offer_for
+from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quantity import GIB, parse_quantity
 
 FAMILY = "workloads"

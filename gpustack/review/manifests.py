@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from gpustack.compile.plan import Plan
+from gpustack.plan import Plan
 from gpustack.review.changes import Status
 from gpustack.yamlout import dump_yaml
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile.plan import Plan
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, Tenant, Workload
 from gpustack.needs import Requests
 from gpustack.offers import Offer
+from gpustack.plan import Plan
 
 
 @dataclass(frozen=True)
