@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano, workloads
+from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano
 from gpustack.context import Context
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput, Manifest, Plan
