@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.checks.references import tenant_amounts
-from gpustack.context import Context
+from gpustack.context import Context, tenant_demand
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name, offer_for
@@ -69,19 +69,6 @@ def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
                 "which the tenant is not allowed on",
                 f"tenant '{tenant.name}' may use {', '.join(tenant.pools)}; or grant the pool in the tenant's pools",
             )
-
-
-def tenant_demand(ctx: Context, tenant_name: str) -> dict[tuple[str, str], int]:
-    """(pool, resource) -> units the tenant's templates request when all their pods run."""
-    demand: dict[tuple[str, str], int] = {}
-    for workload in ctx.blueprint.workloads:
-        requests = ctx.requests.get(workload.name)  # resolved once per context; absent where the need cannot fit
-        if workload.tenant != tenant_name or requests is None:
-            continue
-        for resource, amount in requests.items:
-            key = (workload.pool, resource)
-            demand[key] = demand.get(key, 0) + amount * workload.pods
-    return demand
 
 
 def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:

@@ -31,10 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpustack.checks.cluster import ADMISSION_POLICY_MINOR
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
-from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import FamilyOutput, Manifest, Object
 
 FAMILY = "admission"

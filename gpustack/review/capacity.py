@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Generic, TypeVar
 
-from gpustack.checks.tenancy import tenant_demand
+from gpustack.context import tenant_demand
 from gpustack.offers import Offer, full_resource_name
 from gpustack.review.snapshot import Snapshot
 

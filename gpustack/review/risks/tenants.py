@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpustack.checks.tenancy import tenant_demand
+from gpustack.context import tenant_demand
 from gpustack.offers import full_resource_name
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.wording import pool_list, quoted, sorted_names
