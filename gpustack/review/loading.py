@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gpustack.review.revision import Revision, open_revision
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import (
+    CONFINED_HINT,
     MAX_TEMPLATE_BYTES,
     ReadTemplate,
     TemplateUnreadable,
@@ -51,7 +52,9 @@ def revision_templates(revision: Revision, blueprint: str) -> ReadTemplate:
     """Workload templates as they were at the revision too, so the old Plan is the one that revision compiled."""
 
     def read(template: str) -> str:
-        where = posixpath.join(posixpath.dirname(blueprint), confined_template(template).as_posix())
+        where = posixpath.normpath(posixpath.join(posixpath.dirname(blueprint), confined_template(template).as_posix()))
+        if revision.is_link(where):
+            raise TemplateUnreadable(f"a symlink in {revision.name}; a template must be a file", CONFINED_HINT)
         data = revision.read(where)
         if data is None:
             raise TemplateUnreadable(

@@ -49,6 +49,11 @@ class Revision:
             raise RevisionError(f"cannot read {path} at {self.name}: {_stderr(shown)}")
         return shown.stdout
 
+    def is_link(self, path: str) -> bool:
+        """Whether `path` is a symlink at this commit: its blob is the link's target, not a file's text."""
+        listed = _git(self.root, "ls-tree", "-z", self.commit, "--", path)
+        return listed.returncode == 0 and listed.stdout.startswith(b"120000 ")
+
 
 def open_revision(blueprint: str, name: str) -> tuple[Revision, str]:
     """The revision `name` of the repository holding `blueprint`, and the blueprint's path inside it."""
