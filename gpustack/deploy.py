@@ -53,7 +53,7 @@ from gpustack.model import Blueprint
 from gpustack.names import FIELD_MANAGER
 from gpustack.plan import HelmRelease, Manifest, Object, Plan
 from gpustack.report import SourceLine, format_text
-from gpustack.validation import validate_path
+from gpustack.validation import source_lines, validate_path
 
 TYPE = "gpustack:index:GpuCluster"
 # pulumi-kubernetes reads these annotations from a resource's own metadata (and writes them to the object).
@@ -247,11 +247,7 @@ def load_blueprint(blueprint: str | os.PathLike[str] | Blueprint) -> LoadedBluep
     if isinstance(blueprint, Blueprint):
         return LoadedBlueprint(blueprint, (), _no_source)
     validation = validate_path(Path(blueprint))
-    lines = validation.document.text.splitlines() if validation.document is not None else []
-
-    def source_line(file: str, line: int) -> str:
-        return lines[line - 1] if file == validation.file and 0 < line <= len(lines) else ""
-
+    source_line = source_lines([validation])
     diagnostics = tuple(sort_diagnostics(validation.diagnostics))
     if not validation.ok or validation.blueprint is None:
         raise BlueprintError(failure_text(validation.file, diagnostics, source_line), diagnostics)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -17,8 +17,9 @@ from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.context import Locate
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors, sort_diagnostics
-from gpustack.load import Document, parse_document, read_document
+from gpustack.load import MAX_BYTES, Document, parse_document, read_document
 from gpustack.model import Blueprint
+from gpustack.report import SourceLine
 from gpustack.schema import check_shape
 
 TEMPLATE_UNREADABLE = "GS605"
@@ -161,3 +162,37 @@ def folder_templates(folder: Path) -> ReadTemplate:
             raise TemplateUnreadable(str(error)) from error
 
     return read
+
+
+def source_lines(results: Sequence[Validation]) -> SourceLine:
+    """The one lookup from (file, line) to its text, for diagnostics that show their source line and a caret.
+
+    A file that did not load (not UTF-8, not YAML) is read again for display only, best effort.
+    """
+    documents = {r.file: r.document for r in results if r.document is not None}
+    for result in results:
+        if result.file not in documents and result.file != "-":
+            shown = _read_for_display(result.file)
+            if shown is not None:
+                documents[result.file] = shown
+
+    def lookup(file: str, line: int) -> str:
+        document = documents.get(file)
+        return document.source_line(line) if document is not None else ""
+
+    return lookup
+
+
+def _read_for_display(file: str) -> Document | None:
+    """The text of a file that failed to load, so its diagnostics can still show the line.
+
+    Only regular files under the size cap: a device or a pipe could be endless, and was refused already.
+    """
+    try:
+        if not os.path.isfile(file) or os.path.getsize(file) > MAX_BYTES:
+            return None
+        with open(file, "rb") as handle:
+            text = handle.read(MAX_BYTES + 1).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return Document(file, text, None, {}, {})
