@@ -69,3 +69,15 @@ def test_review_reading_a_rule_breaks_the_contract(tmp_path: Path) -> None:
     result = lint_imports(root)
     assert result.returncode == 1
     assert "gpustack.review is not allowed to import gpustack.checks" in result.stdout
+
+
+def test_architecture_md_shows_the_contract_s_layers() -> None:
+    """The layer table in ARCHITECTURE.md is the contract, top to bottom, so the picture cannot drift from it."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [layers] = [c for c in config["contracts"] if c["type"] == "layers"]
+    contract = [{name.strip().strip("()") for name in layer.split(":")} for layer in layers["layers"]]
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = text.split("## Layers", 1)[1].split("| layer (top to bottom) |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[2] for line in table.splitlines()[2:] if line.startswith("|")]
+    documented = [{name.strip(" `/") for name in row.split(",")} for row in rows]
+    assert documented == contract
