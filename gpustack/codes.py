@@ -62,7 +62,7 @@ CODES: dict[str, str] = {
     "GS602": "CUDA_VISIBLE_DEVICES set by hand",
     "GS603": "more than one shared GPU per pod where the pool forbids it",
     "GS604": "a VolcanoJob for a tenant that does not use Volcano",
-    "GS605": "a workload template file cannot be read",
+    "GS605": "a workload template file cannot be read, or its path leads out of the blueprint's folder",
     "GS606": "a workload template does not render to a valid object",
     "GS607": "a VolcanoJob on a HAMi pool",
     # isolation (gpustack.checks.isolation)

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.cli import group
+from gpustack.compile import compile_blueprint
+from gpustack.validation import document_locator, validate_path
 
 # The head line of each diagnostic in text output: `file:line:col: severity[CODE]: message`, position optional.
 HEAD = re.compile(
@@ -82,3 +84,13 @@ def test_validate_and_compile_print_the_same_problems_each_at_its_place(path: Pa
     assert (strict_code != 0) == bool(found)  # --strict fails exactly when compile prints a warning or an error
     assert (compile_code != 0) == (validate_code != 0)
     assert (tmp_path / "out" / "kustomization.yaml").is_file() == (compile_code == 0)
+
+
+def test_compile_run_on_an_unchecked_blueprint_reports_what_the_checks_report() -> None:
+    """Compile and the template check render through one function, so even a blueprint compiled without validating
+    gets the very diagnostics validate gives, at the same places."""
+    result = validate_path(CASES / "invalid" / "template-renders-badly.yaml")
+    assert result.blueprint is not None and result.document is not None
+    plan = compile_blueprint(result.blueprint, locate=document_locator(result.document))
+    assert plan.diagnostics and all(d.code == "GS606" and d.span is not None for d in plan.diagnostics)
+    assert set(plan.diagnostics) == set(result.diagnostics)

@@ -42,8 +42,8 @@ def check_quota_per_namespace(ctx: Context) -> Iterator[Diagnostic]:
 def check_kueue_pools_have_node_resources(ctx: Context) -> Iterator[Diagnostic]:
     users: dict[str, list[str]] = {}
     for tenant in kueue_tenants(ctx):
-        for pool in tenant.pools:
-            users.setdefault(pool, []).append(tenant.name)
+        for name in tenant.pools:
+            users.setdefault(name, []).append(tenant.name)
     for pool in ctx.blueprint.pools:
         if pool.name not in users:
             continue

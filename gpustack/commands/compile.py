@@ -13,7 +13,7 @@ from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError, sort_diagnostics
 from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.report import format_json
-from gpustack.validation import validate_path
+from gpustack.validation import document_locator, validate_path
 from gpustack.write import stale_files, write_directory
 
 NOTHING_WRITTEN = "nothing written"
@@ -36,7 +36,7 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
     result = validate_path(blueprint)
     if not result.ok or result.blueprint is None:
         stop_invalid([result], output, NOTHING_WRITTEN)
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(result.blueprint, locate=document_locator(result.document) if result.document else None)
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
     diagnostics = list(result.diagnostics)

@@ -18,7 +18,7 @@ from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import Scenario, scenario_from
-from gpustack.validation import Validation, validate_path
+from gpustack.validation import Validation, document_locator, validate_path
 
 NOTHING_SIMULATED = "nothing simulated"
 
@@ -56,7 +56,8 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
     if not result.ok or result.blueprint is None:
         stop_invalid([result], output, NOTHING_SIMULATED)
     assert result.blueprint is not None and result.document is not None
-    plan = compile_blueprint(result.blueprint)
+    valid, document = result.blueprint, result.document
+    plan = compile_blueprint(valid, locate=document_locator(document))
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
     if not result.ok:
@@ -66,15 +67,14 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
     loaded: Scenario | None = None
     if scenario is not None:
         try:
-            loaded = scenario_from(read_document(scenario), result.blueprint)
+            loaded = scenario_from(read_document(scenario), valid)
         except DiagnosticError as error:
             stop_invalid([Validation(scenario, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
     try:
-        simulation = run_simulation(result.blueprint, [m.obj for m in plan.objects], loaded, version)
+        simulation = run_simulation(valid, [m.obj for m in plan.objects], loaded, version)
     except TooManyPods as error:
         click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
         sys.exit(1)
-    document = result.document
 
     def locate(which: str, path: JsonPath) -> Span | None:
         if which == SCENARIO:
