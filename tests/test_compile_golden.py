@@ -33,7 +33,9 @@ EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 def compiled(path: Path) -> Plan:
     result = validate_path(path)
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
-    return compile_blueprint(result.blueprint)
+    plan = compile_blueprint(result.blueprint)
+    assert plan.diagnostics == (), "compile reports nothing the checks did not"
+    return plan
 
 
 def is_custom_resource(obj: dict) -> bool:
