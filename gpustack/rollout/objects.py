@@ -4,12 +4,16 @@
 - workload objects (the templates) go after the first wave of their pool is ready: their pods ask for the
   new resources, which only converted nodes offer; removed workloads go first and free their GPUs;
 - everything else (configs, charts, policies) goes before the first wave: nodes only act on it when relabelled.
+  A chart upgrade first gets bridge values that serve both versions' nodes (the old and the new device-plugin
+  configs, tolerations and pools), since nodes keep their old labels until their wave; the exact new values
+  follow after the last wave.
 
 Node labels and taints are the waves' business and are left out here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -32,7 +36,8 @@ class ObjectMoves:
     templates: tuple[Manifest, ...]  # added or changed workloads, by their pool's first wave
     finish: tuple[Manifest, ...]  # quotas that shrink
     delete_last: tuple[Manifest, ...]  # every other removed object
-    upgrades: tuple[HelmRelease, ...]
+    upgrades: tuple[HelmRelease, ...]  # with bridge values where the old and the new values differ
+    settles: tuple[HelmRelease, ...]  # the exact new values, after the last wave, where a bridge was needed
     uninstalls: tuple[HelmRelease, ...]
 
 
@@ -79,15 +84,53 @@ def object_moves(before: Plan, after: Plan) -> ObjectMoves:
     prepare = [m for m in changed if m not in templates and m not in quotas_down]
     old_releases = {r.name: r for r in before.releases}
     new_names = {r.name for r in after.releases}
+    upgrades = [bridge_release(old_releases.get(r.name), r) for r in after.releases if old_releases.get(r.name) != r]
     return ObjectMoves(
         delete_first=tuple(m for m in removed if m.family in WORKLOAD_FAMILIES),
         prepare=tuple(prepare),
         templates=tuple(templates),
         finish=tuple(quotas_down),
         delete_last=tuple(reversed([m for m in removed if m.family not in WORKLOAD_FAMILIES])),
-        upgrades=tuple(r for r in after.releases if old_releases.get(r.name) != r),
+        upgrades=tuple(upgrades),
+        settles=tuple(r for r in after.releases if r not in upgrades and old_releases.get(r.name) != r),
         uninstalls=tuple(r for r in before.releases if r.name not in new_names),
     )
+
+
+def _union(old: list[Any], new: list[Any]) -> list[Any]:
+    return [*new, *(item for item in old if item not in new)]
+
+
+def bridge_values(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """New values that still serve nodes in their old state: old device-plugin configs, tolerations and pools."""
+    values = json.loads(json.dumps(new))
+    old_map, new_map = old.get("config", {}).get("map"), values.get("config", {}).get("map")
+    if isinstance(old_map, dict) and isinstance(new_map, dict):
+        values["config"]["map"] = {**old_map, **new_map}
+    if isinstance(old.get("tolerations"), list) and isinstance(values.get("tolerations"), list):
+        values["tolerations"] = _union(old["tolerations"], values["tolerations"])
+    old_terms, new_terms = _pool_terms(old), _pool_terms(values)
+    if old_terms is not None and new_terms is not None:
+        new_terms["values"] = _union(old_terms["values"], new_terms["values"])
+    return values
+
+
+def _pool_terms(values: dict[str, Any]) -> dict[str, Any] | None:
+    """The affinity expression that picks the chart's nodes by gpustack's pool label, if the values have one."""
+    try:
+        terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        expression: dict[str, Any] = terms["nodeSelectorTerms"][0]["matchExpressions"][0]
+    except (KeyError, IndexError, TypeError):
+        return None
+    ok = expression.get("key") == POOL_LABEL and isinstance(expression.get("values"), list)
+    return expression if ok else None
+
+
+def bridge_release(old: HelmRelease | None, new: HelmRelease) -> HelmRelease:
+    if old is None:
+        return new
+    values = bridge_values(old.values, new.values)
+    return new if values == new.values else dataclasses.replace(new, values=values)
 
 
 def workload_pool(manifest: Manifest) -> str | None:
@@ -127,12 +170,12 @@ def delete_step(step_id: str, manifest: Manifest, why: str) -> Step:
     )
 
 
-def helm_upgrade_step(step_id: str, release: HelmRelease) -> Step:
+def helm_upgrade_step(step_id: str, release: HelmRelease, why: str = "with the new values") -> Step:
     repository = () if release.oci else ("--repo", release.repository)
     return Step(
         step_id,
         Action.HELM_UPGRADE,
-        f"upgrade Helm release {release.name} to chart {release.chart} {release.version} with the new values",
+        f"upgrade Helm release {release.name} to chart {release.chart} {release.version} {why}",
         (
             "helm",
             "upgrade",

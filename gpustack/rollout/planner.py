@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
+from gpustack.plan import HelmRelease
 from gpustack.review.snapshot import Snapshot
 from gpustack.rollout.capacity import availability, guarantees, supply
 from gpustack.rollout.model import DEFAULT_PERCENT, Action, Availability, Phase, PhaseKind, RolloutPlan, Step
@@ -103,7 +104,7 @@ def _prepare(moves: ObjectMoves, early_templates: list[int]) -> Phase:
         delete_step(ids.next(Action.DELETE), m, "removed from the blueprint; frees its GPUs")
         for m in moves.delete_first
     ]
-    steps += [helm_upgrade_step(ids.next(Action.HELM_UPGRADE), r) for r in moves.upgrades]
+    steps += [helm_upgrade_step(ids.next(Action.HELM_UPGRADE), r, _upgrade_why(r, moves)) for r in moves.upgrades]
     steps += [apply_step(ids.next(Action.APPLY), m, "before any node changes") for m in moves.prepare]
     steps += [
         apply_step(ids.next(Action.APPLY), moves.templates[i], "its pool's nodes do not change")
@@ -113,9 +114,19 @@ def _prepare(moves: ObjectMoves, early_templates: list[int]) -> Phase:
     return Phase("prepare", PhaseKind.PREPARE, title, tuple(steps))
 
 
+def _upgrade_why(release: HelmRelease, moves: ObjectMoves) -> str:
+    if any(r.name == release.name for r in moves.settles):
+        return "with values for the old and the new nodes alike (the new alone after the last wave)"
+    return "with the new values"
+
+
 def _finish(moves: ObjectMoves) -> Phase:
     ids = StepIds("finish")
-    steps = [apply_step(ids.next(Action.APPLY), m, "quota cut, once every node is done") for m in moves.finish]
+    steps = [
+        helm_upgrade_step(ids.next(Action.HELM_UPGRADE), r, "with the new values alone (the old nodes are gone)")
+        for r in moves.settles
+    ]
+    steps += [apply_step(ids.next(Action.APPLY), m, "quota cut, once every node is done") for m in moves.finish]
     steps += [delete_step(ids.next(Action.DELETE), m, "removed from the blueprint") for m in moves.delete_last]
     steps += [helm_uninstall_step(ids.next(Action.HELM_UNINSTALL), r) for r in moves.uninstalls]
     title = "After the last wave: quota cuts, removed objects"
@@ -144,7 +155,7 @@ def _refusals(dips: list[tuple[int, Availability]], after: Snapshot, locate: Loc
             Diagnostic(
                 "GS951",
                 Severity.ERROR,
-                f"wave {wave} leaves pool '{pool}' with {row.available} {resource} while tenant(s) "
+                f"wave{wave:02d} leaves pool '{pool}' with {row.available} {resource} while tenant(s) "
                 f"{', '.join(row.tenants)} were guaranteed {row.guaranteed}",
                 span,
                 path,

@@ -1,0 +1,171 @@
+"""Old/new blueprint pairs with golden rollout plans in text, markdown, JSON and script form.
+
+Regenerate the goldens after a deliberate change with GPUSTACK_UPDATE_GOLDEN=1, then read the diff.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import CASES, UPDATE_GOLDEN
+
+from gpustack.cli import group
+
+ROLLOUT_CASES = CASES / "rollout"
+CASE_NAMES = sorted(p.name for p in ROLLOUT_CASES.iterdir() if (p / "old.yaml").exists())
+GOLDENS = {"text": "plan.txt", "markdown": "plan.md", "json": "plan.json", "script": "plan.sh"}
+# Options each case is planned with: the goldens show what they change.
+ARGS: dict[str, tuple[str, ...]] = {
+    "mig-relayout": (),
+    "resource-rename": ("--allow-capacity-drop",),
+    "sharing-change": ("--max-unavailable", "40%"),
+    "taints": (),
+    "node-move": (),
+}
+
+
+def rollout(case: str, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(ROLLOUT_CASES / case)
+    result = CliRunner().invoke(group, ["rollout", *args, "old.yaml", "new.yaml"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def plan_json(case: str) -> dict:  # type: ignore[type-arg]
+    data: dict = json.loads((ROLLOUT_CASES / case / "plan.json").read_text(encoding="utf-8"))  # type: ignore[type-arg]
+    return data
+
+
+def steps(data: dict, phase_kind: str = "wave") -> list[dict]:  # type: ignore[type-arg]
+    return [s for p in data["phases"] if p["kind"] == phase_kind for s in p["steps"]]
+
+
+def test_the_required_cases_exist() -> None:
+    assert set(ARGS) == set(CASE_NAMES)
+
+
+@pytest.mark.parametrize("output", GOLDENS)
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_plan_matches_golden(case: str, output: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = rollout(case, monkeypatch, "--output", output, *ARGS[case])
+    assert code == 0, err
+    golden = ROLLOUT_CASES / case / GOLDENS[output]
+    if UPDATE_GOLDEN:
+        golden.write_text(out, encoding="utf-8")
+    assert golden.exists(), f"no golden {golden}: run with GPUSTACK_UPDATE_GOLDEN=1"
+    assert out == golden.read_text(encoding="utf-8")
+
+
+def test_json_names_its_kind() -> None:
+    data = plan_json("mig-relayout")
+    assert (data["apiVersion"], data["kind"]) == ("gpustack.io/v1alpha1", "RolloutPlan")
+
+
+def test_mig_relayout_drains_one_node_at_a_time_and_waits_for_the_mig_manager() -> None:
+    data = plan_json("mig-relayout")
+    waves = [p for p in data["phases"] if p["kind"] == "wave"]
+    assert [w["nodes"] for w in waves] == [["h100-a"], ["h100-b"]]
+    actions = [s["action"] for s in waves[0]["steps"]]
+    assert actions.index("cordon") < actions.index("drain") < actions.index("label") < actions.index("wait-mig")
+    assert actions.index("wait-mig") < actions.index("wait-resource") < actions.index("uncordon")
+    # the config keeps its name: the label goes off and on again, and a stale state label cannot end the wait
+    removed = next(s for s in waves[0]["steps"] if s["action"] == "label")
+    assert "nvidia.com/mig.config-" in removed["command"] and "nvidia.com/mig.config.state-" in removed["command"]
+    waits = [s["command"] for s in waves[0]["steps"] if s["action"] == "wait-resource"]
+    assert any("--for=jsonpath={.status.allocatable.nvidia\\.com/mig-1g\\.10gb}=42" in c for c in waits)
+    assert waves[0]["workloadsWithoutDisruptionBudget"] == ["fraud-scorer", "ranker"]
+
+
+def test_quota_raise_goes_first_and_the_new_template_after_the_first_wave() -> None:
+    data = plan_json("mig-relayout")
+    prepare = [s["description"] for s in steps(data, "prepare")]
+    assert any("ResourceQuota gpustack-gpu-quota" in d for d in prepare)
+    first_wave = next(p for p in data["phases"] if p["kind"] == "wave")
+    assert "Deployment fraud-scorer" in first_wave["steps"][-1]["description"]
+    assert not any("fraud-scorer" in d for d in prepare)
+
+
+def test_resource_rename_cuts_the_old_quota_only_after_the_last_wave() -> None:
+    data = plan_json("resource-rename")
+    finish = [s["description"] for s in steps(data, "finish")]
+    assert any("ResourceQuota gpustack-gpu-quota in ml" in d for d in finish)
+    assert data["summary"]["belowGuarantee"], "the old resource runs out while nodes convert"
+
+
+def test_resource_rename_is_refused_without_allow_capacity_drop(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = rollout("resource-rename", monkeypatch)
+    assert code == 1 and out == ""
+    assert "new.yaml:23:13: error[GS951]: wave02 leaves pool 'l4' with 0 nvidia.com/gpu" in err
+    assert "ml, web were guaranteed 6" in err and "--allow-capacity-drop" in err
+
+
+def test_refusal_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = rollout("resource-rename", monkeypatch, "--output", "json")
+    assert code == 1
+    assert [d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]] == ["GS951"]
+
+
+def test_sharing_change_waves_follow_max_unavailable() -> None:
+    data = plan_json("sharing-change")
+    waves = [p for p in data["phases"] if p["kind"] == "wave"]
+    # 40 % of five nodes is two; of two nodes, rounded down, still at least one
+    assert [w["nodes"] for w in waves] == [["l4-a", "l4-b"], ["l4-c", "l4-d"], ["l4-e"], ["l40s-a"], ["l40s-b"]]
+    plugin = [s["command"] for w in waves[:1] for s in w["steps"] if s["action"] == "label"]
+    assert [
+        "kubectl",
+        "label",
+        "node",
+        "l4-a",
+        "nvidia.com/device-plugin.config=time-slicing-4",
+        "--overwrite",
+    ] in plugin
+    capacity = {(r["pool"], r["resource"]): r["available"] for r in waves[0]["capacity"]}
+    assert capacity[("l4-shared", "nvidia.com/gpu")] == 24  # three untouched nodes x 4 GPUs x 2 replicas
+
+
+def test_taints_drain_only_for_noexecute() -> None:
+    data = plan_json("taints")
+    waves = [p for p in data["phases"] if p["kind"] == "wave"]
+    calm = [w for w in waves if not w["drains"]]
+    assert [w["nodes"] for w in calm] == [["a100-a", "a100-b"]]
+    assert [w["nodes"] for w in waves if w["drains"]] == [["a100-c"], ["a100-d"]]
+    commands = [s["command"] for w in calm for s in w["steps"]]
+    assert ["kubectl", "taint", "node", "a100-a", "maintenance:NoSchedule-"] in commands
+    assert ["kubectl", "taint", "node", "a100-a", "dedicated=training:NoSchedule", "--overwrite"] in commands
+    assert not any(c[1] in ("cordon", "drain") for c in commands)
+
+
+def test_node_move_relabels_the_pool_after_a_drain() -> None:
+    data = plan_json("node-move")
+    waves = [p for p in data["phases"] if p["kind"] == "wave"]
+    assert [(w["nodes"], w["drains"]) for w in waves] == [(["a100-f"], False), (["a100-e"], True)]
+    labels = [s["command"] for s in waves[1]["steps"] if s["action"] == "label"]
+    assert ["kubectl", "label", "node", "a100-e", "gpustack.io/pool=a100-serve", "--overwrite"] in [
+        [w for w in c if not w.startswith("nvidia.com/")] for c in labels
+    ]
+
+
+def test_no_change_plans_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROLLOUT_CASES / "taints")
+    result = CliRunner().invoke(group, ["rollout", "old.yaml", "old.yaml"])
+    assert result.exit_code == 0
+    assert "Nothing to roll out" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "150%", "two", "1.5"])
+def test_bad_max_unavailable_is_a_usage_error(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = rollout("taints", monkeypatch, "--max-unavailable", value)
+    assert code == 2 and out == ""
+    assert "--max-unavailable" in err and "Traceback" not in err
+
+
+def test_invalid_blueprint_is_reported_not_planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "old.yaml").write_text((ROLLOUT_CASES / "taints" / "old.yaml").read_text(encoding="utf-8"))
+    (tmp_path / "new.yaml").write_text("apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nspec: {}\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(group, ["rollout", "old.yaml", "new.yaml"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "new.yaml:" in result.stderr and "invalid blueprint" in result.stderr
