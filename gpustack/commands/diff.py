@@ -14,7 +14,7 @@ from gpustack.diagnostic import Severity, sort_diagnostics
 from gpustack.report import format_json, format_text
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
-from gpustack.review.review import review_change
+from gpustack.review.review import Review, review_change
 from gpustack.review.revision import RevisionError
 from gpustack.review.risk import Level
 
@@ -43,6 +43,15 @@ def _report_invalid(sides: list[Side], output: str) -> NoReturn:
         errors = sum(d.severity is Severity.ERROR for d in diagnostics)
         click.echo(f"gpustack diff: {files}: {errors} error(s); nothing to review", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def _rollout_summary(review: Review) -> str:
+    """The rollout plan's summary under the review: its waves, how long their waits may take, the capacity dip."""
+    from gpustack.rollout.planner import plan_rollout
+    from gpustack.rollout.render import render_markdown_summary
+
+    plan = plan_rollout(review.before, review.after)
+    return "\n" + render_markdown_summary(plan, "###") if plan.phases else ""
 
 
 @click.command(name="diff")
@@ -93,5 +102,8 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
         for label, errors in failed if output != "json" else ():
             click.echo(f"{label}:\n" + format_text(sort_diagnostics(errors)) + "\n", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo(RENDERERS[output](review), nl=False)
+    text = RENDERERS[output](review)
+    if output == "markdown" and review.changed:
+        text += _rollout_summary(review)
+    click.echo(text, nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)
