@@ -44,6 +44,10 @@ def expected_calls(case: str) -> list[tuple[str, str]]:
                 calls.append((step["id"], f"kubectl get node {node} -o {jsonpath}"))
                 if command[4].removesuffix("-") == "maintenance:NoSchedule":
                     calls.append((step["id"], " ".join(command)))
+            elif step["action"] == "apply-job":
+                # the fake knows every Job: the helper looks and leaves it
+                metadata = json.loads(step["stdin"])["metadata"]
+                calls.append((step["id"], f"kubectl get job {metadata['name']} --namespace {metadata['namespace']}"))
             else:
                 calls.append((step["id"], " ".join(command)))
     return calls

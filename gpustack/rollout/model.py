@@ -19,6 +19,7 @@ DEFAULT_PERCENT = 10  # --max-unavailable default: 10 % of a pool's nodes, at le
 
 class Action(StrEnum):
     APPLY = "apply"
+    APPLY_JOB = "apply-job"  # only when the Job does not exist: a Job's pod template cannot change
     DELETE = "delete"
     HELM_UPGRADE = "helm-upgrade"
     HELM_UNINSTALL = "helm-uninstall"

@@ -146,9 +146,12 @@ def _what(manifest: Manifest) -> str:
 
 def apply_step(step_id: str, manifest: Manifest, why: str) -> Step:
     body = json.dumps(manifest.obj, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    if manifest.kind == "Job" and manifest.obj.get("apiVersion") == "batch/v1":
+        # The API server refuses a changed pod template on an existing Job; a running one finishes as it is.
+        why += "; a Job that already exists keeps its old pod template: delete it to run the new one"
     return Step(
         step_id,
-        Action.APPLY,
+        Action.APPLY_JOB if manifest.kind == "Job" and manifest.obj.get("apiVersion") == "batch/v1" else Action.APPLY,
         f"apply {_what(manifest)} ({why})",
         ("kubectl", "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-"),
         stdin=body,

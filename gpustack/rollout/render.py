@@ -105,7 +105,9 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown_summary(plan: RolloutPlan, heading: str = "##") -> str:
     """The plan's summary alone: what `gpustack diff --output markdown` shows under the review."""
     lines = [f"{heading} Rollout plan", "", summary_line(plan) + ".", ""]
-    lines.append(f"Max unavailable per pool: {plan.max_unavailable}. Full plan: `gpustack rollout` with the same arguments.")
+    lines.append(
+        f"Max unavailable per pool: {plan.max_unavailable}. Full plan: `gpustack rollout` with the same arguments."
+    )
     header, rows = capacity_rows(plan)
     if rows:
         lines += ["", "Units available per wave (/ guaranteed by quota before the change; **!** below it):", ""]

@@ -6,6 +6,7 @@ repeat, so a step that failed half-way (a drain that timed out) runs again from 
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from gpustack.rollout.model import Action, RolloutPlan, Step
@@ -38,6 +39,16 @@ untaint() {
     kubectl taint node "$1" "$2-"
   fi
 }
+
+# A Job's pod template cannot change once created: an existing Job is left to finish as it is.
+apply_job() {
+  if kubectl get job "$2" --namespace "$1" >/dev/null 2>&1; then
+    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template\n' "$1" "$2" >&2
+    cat >/dev/null
+  else
+    kubectl apply --server-side --field-manager=gpustack -f -
+  fi
+}
 """
 
 
@@ -54,6 +65,9 @@ def _step_lines(step: Step) -> list[str]:
     words = list(step.command)
     if step.action is Action.UNTAINT:
         words = ["untaint", words[3], words[4].removesuffix("-")]
+    if step.action is Action.APPLY_JOB and step.stdin is not None:
+        metadata = json.loads(step.stdin)["metadata"]
+        words = ["apply_job", metadata.get("namespace", "default"), metadata["name"]]
     line = "step " + " ".join(shlex.quote(word) for word in [step.id, *words])
     lines = [f"# {step.description}"]
     if step.stdin is None:

@@ -29,6 +29,17 @@ untaint() {
   fi
 }
 
+# A Job's pod template cannot change once created: an existing Job is left to finish as it is.
+apply_job() {
+  if kubectl get job "$2" --namespace "$1" >/dev/null 2>&1; then
+    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template
+' "$1" "$2" >&2
+    cat >/dev/null
+  else
+    kubectl apply --server-side --field-manager=gpustack -f -
+  fi
+}
+
 # --- prepare: Before the first wave: charts, configs, quota raises, removed workloads
 # apply ValidatingAdmissionPolicy gpustack-tenant-research (before any node changes)
 step prepare.01-apply kubectl apply --server-side --field-manager=gpustack -f - <<'GPUSTACK_OBJECT'

@@ -29,6 +29,17 @@ untaint() {
   fi
 }
 
+# A Job's pod template cannot change once created: an existing Job is left to finish as it is.
+apply_job() {
+  if kubectl get job "$2" --namespace "$1" >/dev/null 2>&1; then
+    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template
+' "$1" "$2" >&2
+    cat >/dev/null
+  else
+    kubectl apply --server-side --field-manager=gpustack -f -
+  fi
+}
+
 # --- prepare: Before the first wave: charts, configs, quota raises, removed workloads
 # upgrade Helm release nvidia-device-plugin to chart nvidia-device-plugin 0.20.0 with the new values
 step prepare.01-helm-upgrade helm upgrade --install nvidia-device-plugin nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --namespace nvidia-device-plugin --create-namespace --values - <<'GPUSTACK_OBJECT'

@@ -29,6 +29,17 @@ untaint() {
   fi
 }
 
+# A Job's pod template cannot change once created: an existing Job is left to finish as it is.
+apply_job() {
+  if kubectl get job "$2" --namespace "$1" >/dev/null 2>&1; then
+    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template
+' "$1" "$2" >&2
+    cat >/dev/null
+  else
+    kubectl apply --server-side --field-manager=gpustack -f -
+  fi
+}
+
 # --- prepare: Before the first wave: charts, configs, quota raises, removed workloads
 # upgrade Helm release nvidia-device-plugin to chart nvidia-device-plugin 0.20.0 with values for the old and the new nodes alike (the new alone after the last wave)
 step prepare.01-helm-upgrade helm upgrade --install nvidia-device-plugin nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --namespace nvidia-device-plugin --create-namespace --values - <<'GPUSTACK_OBJECT'
@@ -60,8 +71,8 @@ step wave01.02-taint kubectl taint node a100-a dedicated=training:NoSchedule --o
 step wave01.03-untaint untaint a100-b maintenance:NoSchedule
 # taint a100-b: dedicated=training:NoSchedule
 step wave01.04-taint kubectl taint node a100-b dedicated=training:NoSchedule --overwrite
-# apply Job finetune in research (the first wave of pool a100-train is ready)
-step wave01.05-apply kubectl apply --server-side --field-manager=gpustack -f - <<'GPUSTACK_OBJECT'
+# apply Job finetune in research (the first wave of pool a100-train is ready; a Job that already exists keeps its old pod template: delete it to run the new one)
+step wave01.05-apply apply_job research finetune <<'GPUSTACK_OBJECT'
 {"apiVersion":"batch/v1","kind":"Job","metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack","app.kubernetes.io/name":"finetune","gpustack.io/pool":"a100-train","gpustack.io/tenant":"research","gpustack.io/workload":"finetune"},"name":"finetune","namespace":"research"},"spec":{"backoffLimit":3,"completions":1,"parallelism":1,"template":{"metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack","app.kubernetes.io/name":"finetune","gpustack.io/pool":"a100-train","gpustack.io/tenant":"research","gpustack.io/workload":"finetune"}},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpustack.io/pool","operator":"In","values":["a100-train"]}]}]}}},"automountServiceAccountToken":false,"containers":[{"env":[{"name":"NVIDIA_DRIVER_CAPABILITIES","value":"compute,utility"}],"image":"research/finetune:0.3","name":"finetune","resources":{"limits":{"cpu":"2","memory":"8Gi","nvidia.com/gpu":"8"},"requests":{"cpu":"2","memory":"8Gi","nvidia.com/gpu":"8"}},"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}},"volumeMounts":[{"mountPath":"/dev/shm","name":"dshm"}]}],"priorityClassName":"gpustack-normal","restartPolicy":"Never","securityContext":{"seccompProfile":{"type":"RuntimeDefault"}},"tolerations":[{"effect":"NoSchedule","key":"dedicated","operator":"Equal","value":"training"}],"volumes":[{"emptyDir":{"medium":"Memory"},"name":"dshm"}]}}}}
 GPUSTACK_OBJECT
 
