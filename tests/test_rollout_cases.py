@@ -169,3 +169,11 @@ def test_invalid_blueprint_is_reported_not_planned(tmp_path: Path, monkeypatch: 
     result = CliRunner().invoke(group, ["rollout", "old.yaml", "new.yaml"])
     assert result.exit_code == 1 and result.stdout == ""
     assert "new.yaml:" in result.stderr and "invalid blueprint" in result.stderr
+
+
+def test_device_plugin_keeps_the_old_configs_until_the_last_wave() -> None:
+    data = plan_json("sharing-change")
+    first = json.loads(next(s for s in steps(data, "prepare") if s["action"] == "helm-upgrade")["stdin"])
+    last = json.loads(next(s for s in steps(data, "finish") if s["action"] == "helm-upgrade")["stdin"])
+    assert {"time-slicing-2", "time-slicing-4", "mps-4"} <= set(first["config"]["map"])
+    assert "time-slicing-2" not in last["config"]["map"] and "time-slicing-4" in last["config"]["map"]
