@@ -53,7 +53,7 @@ def expected_calls(case: str) -> list[tuple[str, str]]:
     return calls
 
 
-def run_script(case: str, tmp_path: Path, fail_match: str = "") -> tuple[int, list[str]]:
+def run_script(case: str, tmp_path: Path, fail_match: str = "", skip_helm: bool = False) -> tuple[int, list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for tool in ("kubectl", "helm"):
@@ -67,6 +67,7 @@ def run_script(case: str, tmp_path: Path, fail_match: str = "") -> tuple[int, li
         "CALLS": str(calls),
         "FAIL_MATCH": fail_match,
         "GPUSTACK_ROLLOUT_STATE": str(tmp_path / "state"),
+        "GPUSTACK_ROLLOUT_SKIP_HELM": "1" if skip_helm else "",
     }
     assert SH is not None
     result = subprocess.run(
@@ -129,3 +130,12 @@ def test_script_resumes_at_the_failed_step(tmp_path: Path) -> None:
     # and a third run has nothing left to do
     code, third = run_script("taints", tmp_path)
     assert code == 0 and third == []
+
+
+@pytest.mark.skipif(SH is None, reason="no sh on this machine")
+def test_script_can_leave_charts_to_their_owner(tmp_path: Path) -> None:
+    code, calls = run_script("sharing-change", tmp_path, skip_helm=True)
+    assert code == 0
+    planned = [call for _, call in expected_calls("sharing-change")]
+    assert any(call.startswith("helm ") for call in planned)
+    assert calls == [call for call in planned if not call.startswith("helm ")]

@@ -17,6 +17,7 @@ PRELUDE = """\
 set -eu
 
 # Finished steps, one id a line. Remove the file to start over.
+# GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by Pulumi, see docs/rollout.md).
 STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout.state}
 touch "$STATE_FILE"
 
@@ -25,6 +26,11 @@ step() {
   shift
   if grep -qxF "$step_id" "$STATE_FILE"; then
     printf 'gpustack-rollout: %s: done before, skipped\\n' "$step_id"
+    return 0
+  fi
+  if [ "${GPUSTACK_ROLLOUT_SKIP_HELM:-}" = 1 ] && [ "$1" = helm ]; then
+    # Charts that Pulumi (or GitOps) owns are not Helm releases: their owner applies them.
+    printf 'gpustack-rollout: %s: helm step left to the charts owner (GPUSTACK_ROLLOUT_SKIP_HELM=1)\\n' "$step_id"
     return 0
   fi
   printf 'gpustack-rollout: %s\\n' "$step_id"
