@@ -6,6 +6,8 @@ Regenerate the goldens after a deliberate change with GPUSTACK_UPDATE_GOLDEN=1, 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,43 @@ def test_device_plugin_keeps_the_old_configs_until_the_last_wave() -> None:
     last = json.loads(next(s for s in steps(data, "finish") if s["action"] == "helm-upgrade")["stdin"])
     assert {"time-slicing-2", "time-slicing-4", "mps-4"} <= set(first["config"]["map"])
     assert "time-slicing-2" not in last["config"]["map"] and "time-slicing-4" in last["config"]["map"]
+
+
+def test_hami_waits_only_for_what_the_kubelet_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = (Path(__file__).resolve().parents[1] / "blueprints" / "hami.yaml").read_text(encoding="utf-8")
+    new = old.replace("splitCount: 4 ", "splitCount: 8 ")
+    assert new != old
+    (tmp_path / "old.yaml").write_text(old, encoding="utf-8")
+    (tmp_path / "new.yaml").write_text(new, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(group, ["rollout", "--output", "json", "--allow-capacity-drop", "old.yaml", "new.yaml"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    waits = [s["command"][3] for s in steps(data) if s["action"] == "wait-resource"]
+    # HAMi's memory and core counters are its scheduler's: only nvidia.com/gpu shows in status.allocatable
+    assert waits == ["--for=jsonpath={.status.allocatable.nvidia\\.com/gpu}=32"] * 2
+
+
+def git(repo: Path, *args: str) -> None:
+    identity = ["-c", "user.name=gpustack-test", "-c", "user.email=test@example.com"]
+    identity += ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run(["git", "-C", str(repo), *identity, *args], capture_output=True, text=True, check=True)
+
+
+def test_base_plans_from_a_git_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    case = ROLLOUT_CASES / "mig-relayout"
+    git(tmp_path, "init", "-q")
+    shutil.copy(case / "old.yaml", tmp_path / "prod.yaml")
+    git(tmp_path, "add", "prod.yaml")
+    git(tmp_path, "commit", "-q", "-m", "old")
+    shutil.copy(case / "new.yaml", tmp_path / "prod.yaml")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(group, ["rollout", "--base", "HEAD", "--output", "json", "prod.yaml"])
+    assert result.exit_code == 0, result.stderr
+    from_git = json.loads(result.stdout)
+    assert (from_git["before"], from_git["after"]) == ("HEAD:prod.yaml", "prod.yaml")
+    assert from_git["phases"] == plan_json("mig-relayout")["phases"]
+    unknown = CliRunner().invoke(group, ["rollout", "--base", "no-such-rev", "prod.yaml"])
+    assert unknown.exit_code == 1 and "unknown revision 'no-such-rev'" in unknown.stderr

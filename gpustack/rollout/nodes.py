@@ -8,9 +8,11 @@ from gpustack.compile.mig import mig_config_label
 from gpustack.compile.nodes import node_labels
 from gpustack.model import NodePool
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL
+from gpustack.offers import HAMI_CORES, HAMI_MEMORY
 from gpustack.review.layouts import gpu_states
 from gpustack.review.snapshot import Snapshot
 
+HAMI_COUNTERS = frozenset({HAMI_MEMORY, HAMI_CORES})
 TaintKey = tuple[str, str | None, str]  # key, value, effect
 
 
@@ -21,6 +23,7 @@ class NodeState:
     taints: tuple[TaintKey, ...]
     gpus: tuple[object, ...]  # comparable MIG state of each GPU
     offers: tuple[tuple[str, int], ...]  # resource -> units per node
+    advertised: tuple[tuple[str, int], ...]  # those the kubelet lists in status.allocatable
     mig_config: str | None
 
 
@@ -33,6 +36,10 @@ def node_state(snapshot: Snapshot, pool: NodePool) -> NodeState:
         taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
         gpus=tuple(state for _, (state, _) in sorted(gpu_states(pool).items())),
         offers=tuple((o.resource, o.per_node) for o in snapshot.offers(pool.name)),
+        # HAMi's memory and core counters live in its scheduler, not in the node's allocatable resources.
+        advertised=tuple(
+            (o.resource, o.per_node) for o in snapshot.offers(pool.name) if o.resource not in HAMI_COUNTERS
+        ),
         mig_config=mig_config_label(ctx, pool),
     )
 

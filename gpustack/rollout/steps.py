@@ -159,7 +159,7 @@ def wait_for_resources(ids: StepIds, change: NodeChange) -> list[Step]:
             timeout_s=RESOURCES_TIMEOUT_S,
             node=node,
         )
-        for resource, units in change.new.offers
+        for resource, units in change.new.advertised
     ]
 
 
