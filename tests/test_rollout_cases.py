@@ -26,6 +26,7 @@ ARGS: dict[str, tuple[str, ...]] = {
     "sharing-change": ("--max-unavailable", "40%"),
     "taints": (),
     "node-move": (),
+    "pool-removed": (),
 }
 
 
@@ -219,3 +220,26 @@ def test_base_plans_from_a_git_revision(tmp_path: Path, monkeypatch: pytest.Monk
     assert from_git["phases"] == plan_json("mig-relayout")["phases"]
     unknown = CliRunner().invoke(group, ["rollout", "--base", "no-such-rev", "prod.yaml"])
     assert unknown.exit_code == 1 and "unknown revision 'no-such-rev'" in unknown.stderr
+
+
+def test_leaving_nodes_lose_gpustack_labels_and_taints_and_come_back() -> None:
+    data = plan_json("pool-removed")
+    prepare = [s["command"] for s in steps(data, "prepare")]
+    assert [
+        "kubectl",
+        "delete",
+        "Deployment.apps",
+        "embedder",
+        "--namespace",
+        "search",
+        "--ignore-not-found",
+    ] in prepare
+    wave = next(p for p in data["phases"] if p["kind"] == "wave")
+    assert [s["action"] for s in wave["steps"]] == ["cordon", "drain", "label", "untaint", "uncordon"]
+    assert wave["steps"][2]["command"][4:] == [
+        "gpustack.io/pool-",
+        "nvidia.com/device-plugin.config-",
+        "nvidia.com/mig.config-",
+    ]
+    finish = [s["description"] for s in steps(data, "finish")]
+    assert finish[-1] == "delete Namespace search and everything in it (removed from the blueprint)"

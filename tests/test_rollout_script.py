@@ -84,7 +84,7 @@ def run_script(case: str, tmp_path: Path, fail_match: str = "", skip_helm: bool 
 
 
 def test_every_case_has_a_script() -> None:
-    assert len(SCRIPTS) == 5
+    assert len(SCRIPTS) == 6
 
 
 @pytest.mark.skipif(SH is None, reason="no sh on this machine")
@@ -107,7 +107,7 @@ def test_script_passes_shellcheck(script: Path) -> None:
 
 
 @pytest.mark.skipif(SH is None, reason="no sh on this machine")
-@pytest.mark.parametrize("case", ["mig-relayout", "taints", "sharing-change"])
+@pytest.mark.parametrize("case", ["mig-relayout", "taints", "sharing-change", "pool-removed"])
 def test_script_runs_every_step_in_planned_order(case: str, tmp_path: Path) -> None:
     code, calls = run_script(case, tmp_path)
     assert code == 0

@@ -107,7 +107,8 @@ class NodeChange:
     def plugin_config_changed(self) -> bool:
         old = dict(self.old.labels) if self.old is not None else {}
         new = dict(self.new.labels) if self.new is not None else {}
-        return self.old is not None and old.get(DEVICE_PLUGIN_CONFIG_LABEL) != new.get(DEVICE_PLUGIN_CONFIG_LABEL)
+        both = self.old is not None and self.new is not None
+        return both and old.get(DEVICE_PLUGIN_CONFIG_LABEL) != new.get(DEVICE_PLUGIN_CONFIG_LABEL)
 
     @property
     def disruptive(self) -> bool:
@@ -141,7 +142,7 @@ class NodeChange:
             found.append("device-plugin config or advertised resources change")
         if self.evicting_taints:
             found.append("gains a NoExecute taint")
-        elif self.added_taints or self.removed_taints:
+        elif (self.added_taints or self.removed_taints) and self.new is not None:
             found.append("taints change")
         if (self.set_labels or self.removed_labels) and not found:
             found.append("labels change")

@@ -168,7 +168,7 @@ def delete_step(step_id: str, manifest: Manifest, why: str) -> Step:
     return Step(
         step_id,
         Action.DELETE,
-        f"delete {_what(manifest)} ({why})",
+        f"delete {_what(manifest)}{' and everything in it' if manifest.kind == 'Namespace' else ''} ({why})",
         ("kubectl", "delete", kind, manifest.name, *namespace, "--ignore-not-found"),
     )
 
