@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
+from gpustack.names import WORKLOAD_LABEL
 from gpustack.plan import HelmRelease
 from gpustack.review.snapshot import Snapshot
 from gpustack.rollout.capacity import availability, guarantees, supply
@@ -58,7 +59,7 @@ def _protected(snapshot: Snapshot) -> set[str]:
         if manifest.kind != PDB_KIND:
             continue
         labels = manifest.obj.get("spec", {}).get("selector", {}).get("matchLabels") or {}
-        if isinstance(name := labels.get("gpustack.io/workload"), str):
+        if isinstance(name := labels.get(WORKLOAD_LABEL), str):
             found.add(name)
     return found
 
