@@ -243,3 +243,19 @@ def test_leaving_nodes_lose_gpustack_labels_and_taints_and_come_back() -> None:
     ]
     finish = [s["description"] for s in steps(data, "finish")]
     assert finish[-1] == "delete Namespace search and everything in it (removed from the blueprint)"
+
+
+def test_many_waves_show_the_lowest_capacity_not_a_column_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = "[" + ", ".join(f"l4-{i:02d}" for i in range(30)) + "]"
+    for side in ("old", "new"):
+        text = (ROLLOUT_CASES / "sharing-change" / f"{side}.yaml").read_text(encoding="utf-8")
+        (tmp_path / f"{side}.yaml").write_text(text.replace("[l4-a, l4-b, l4-c, l4-d, l4-e]", nodes), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(group, ["rollout", "old.yaml", "new.yaml"])
+    assert result.exit_code == 0, result.stderr
+    # 10 % of 30 nodes: three at a time, ten waves for the big pool and two for the other
+    assert "12 wave(s) (12 draining) over 32 node(s)" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if line.lstrip().startswith("pool "))
+    assert header.split() == ["pool", "resource", "before", "lowest", "during", "the", "waves", "after"]
+    assert "l4-shared  nvidia.com/gpu  240/16  216/16 (wave01)" in result.stdout
+    assert "pool l4-shared offers meanwhile: 216/16 nvidia.com/gpu" in result.stdout

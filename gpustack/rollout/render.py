@@ -25,19 +25,44 @@ def _cell(row: Availability | None) -> str:
     return f"{row.available}/{row.guaranteed}{mark}"
 
 
+MAX_WAVE_COLUMNS = 8  # more waves than this: the table shows the lowest figure, each wave states its own
+
+
+def _lowest(plan: RolloutPlan, pool: str, resource: str) -> str:
+    rows = [(phase.id, r) for phase in plan.waves for r in phase.capacity if (r.pool, r.resource) == (pool, resource)]
+    if not rows:
+        return "-"
+    wave, row = min(rows, key=lambda item: item[1].available)
+    return f"{_cell(row)} ({wave})"
+
+
 def capacity_rows(plan: RolloutPlan) -> tuple[list[str], list[list[str]]]:
     """Header and rows: available units (over the tenants' guarantee) before, during each wave, and after."""
     columns: list[tuple[str, tuple[Availability, ...]]] = [("before", plan.capacity_before)]
-    columns += [(phase.id, phase.capacity) for phase in plan.waves]
+    compact = len(plan.waves) > MAX_WAVE_COLUMNS
+    if not compact:
+        columns += [(phase.id, phase.capacity) for phase in plan.waves]
     columns.append(("after", plan.capacity_after))
-    keys = sorted({(row.pool, row.resource) for _, rows in columns for row in rows})
+    every = [*plan.capacity_before, *plan.capacity_after, *(r for phase in plan.waves for r in phase.capacity)]
+    keys = sorted({(row.pool, row.resource) for row in every})
     table = []
     for pool, resource in keys:
         cells = [
             _cell(next((r for r in rows if (r.pool, r.resource) == (pool, resource)), None)) for _, rows in columns
         ]
+        if compact:
+            cells.insert(1, _lowest(plan, pool, resource))
         table.append([pool, resource, *cells])
-    return ["pool", "resource", *(name for name, _ in columns)], table
+    names = [name for name, _ in columns]
+    if compact:
+        names.insert(1, "lowest during the waves")
+    return ["pool", "resource", *names], table
+
+
+def wave_capacity(phase: Phase) -> str:
+    """What the wave's pool offers while the wave is out."""
+    rows = [r for r in phase.capacity if r.pool == phase.pool]
+    return ", ".join(f"{_cell(r)} {r.resource}" for r in rows) or "nothing"
 
 
 def summary_line(plan: RolloutPlan) -> str:
@@ -69,6 +94,8 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _phase_text(phase: Phase) -> list[str]:
     lines = ["", f"{phase.id}: {phase.title}"]
+    if phase.pool is not None:
+        lines.append(f"  pool {phase.pool} offers meanwhile: {wave_capacity(phase)}")
     if phase.unprotected:
         lines.append(
             f"  no PodDisruptionBudget: {', '.join(phase.unprotected)} (a drain may evict all their pods here at once)"
@@ -122,6 +149,8 @@ def render_markdown(plan: RolloutPlan) -> str:
     lines = [f"# Rollout: `{plan.before}` → `{plan.after}`", "", render_markdown_summary(plan).rstrip("\n")]
     for phase in plan.phases:
         lines += ["", f"### {phase.id}: {phase.title}", ""]
+        if phase.pool is not None:
+            lines += [f"Pool `{phase.pool}` offers meanwhile: {wave_capacity(phase)}.", ""]
         if phase.unprotected:
             lines += [f"No PodDisruptionBudget: {', '.join(f'`{w}`' for w in phase.unprotected)}.", ""]
         for number, step in enumerate(phase.steps, 1):
