@@ -4,6 +4,7 @@ resumes after a failure (a fake kubectl and helm on PATH record every call)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -139,3 +140,9 @@ def test_script_can_leave_charts_to_their_owner(tmp_path: Path) -> None:
     planned = [call for _, call in expected_calls("sharing-change")]
     assert any(call.startswith("helm ") for call in planned)
     assert calls == [call for call in planned if not call.startswith("helm ")]
+
+
+def test_each_plan_keeps_its_own_state_file() -> None:
+    names = {re.search(r"gpustack-rollout-([0-9a-f]{12})\.state", p.read_text(encoding="utf-8")) for p in SCRIPTS}
+    assert None not in names
+    assert len({m.group(1) for m in names if m is not None}) == len(SCRIPTS)

@@ -6,6 +6,7 @@ repeat, so a step that failed half-way (a drain that timed out) runs again from 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 
@@ -16,9 +17,10 @@ OBJECT_END = "GPUSTACK_OBJECT"  # heredoc delimiter; one-line JSON can never equ
 PRELUDE = """\
 set -eu
 
-# Finished steps, one id a line. Remove the file to start over.
+# Finished steps, one id a line. Remove the file to start over. Its name carries a digest of the plan,
+# so the script of another change never takes this one's finished steps for its own.
 # GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by Pulumi, see docs/rollout.md).
-STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout.state}
+STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout-@DIGEST@.state}
 touch "$STATE_FILE"
 
 step() {
@@ -81,6 +83,12 @@ def _step_lines(step: Step) -> list[str]:
     return [*lines, f"{line} <<'{OBJECT_END}'", step.stdin, OBJECT_END]
 
 
+def plan_digest(plan: RolloutPlan) -> str:
+    """Twelve hex digits that change whenever any step does."""
+    steps = [[step.id, *step.command, step.stdin or ""] for step in plan.steps]
+    return hashlib.sha256(json.dumps(steps, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
 def render_script(plan: RolloutPlan) -> str:
     lines = [
         "#!/bin/sh",
@@ -88,7 +96,7 @@ def render_script(plan: RolloutPlan) -> str:
         "# Run it with kubectl (and helm) pointed at the cluster. It stops at the first failed step;",
         "# run it again to resume from that step.",
         f"# Max unavailable per pool: {plan.max_unavailable}.",
-        PRELUDE,
+        PRELUDE.replace("@DIGEST@", plan_digest(plan)),
     ]
     for phase in plan.phases:
         lines += [f"# --- {phase.id}: {phase.title}"]

@@ -5,9 +5,10 @@
 # Max unavailable per pool: 40%.
 set -eu
 
-# Finished steps, one id a line. Remove the file to start over.
+# Finished steps, one id a line. Remove the file to start over. Its name carries a digest of the plan,
+# so the script of another change never takes this one's finished steps for its own.
 # GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by Pulumi, see docs/rollout.md).
-STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout.state}
+STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout-1ab8fc6289a9.state}
 touch "$STATE_FILE"
 
 step() {
