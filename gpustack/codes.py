@@ -76,4 +76,6 @@ CODES: dict[str, str] = {
     "GS803": "a Kubernetes version without ValidatingAdmissionPolicy",
     # output (gpustack.write)
     "GS901": "the output directory cannot be replaced safely",
+    # rollout (gpustack.rollout)
+    "GS951": "a rollout wave leaves tenants below their guaranteed quota",
 }

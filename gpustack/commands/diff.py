@@ -14,7 +14,7 @@ from gpustack.commands.reporting import stop_invalid
 from gpustack.diagnostic import Severity
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
-from gpustack.review.review import review_change
+from gpustack.review.review import Review, review_change
 from gpustack.review.revision import RevisionError
 from gpustack.review.risk import Level
 
@@ -35,6 +35,15 @@ def _report_invalid(sides: list[Side], output: str) -> NoReturn:
     invalid = {s.validation.file: s.validation for s in sides if s.validation is not None and not s.validation.ok}
     results = list(invalid.values())  # one report per file, even when OLD and NEW are the same file
     stop_invalid(results, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
+
+
+def _rollout_summary(review: Review) -> str:
+    """The rollout plan's summary under the review: its waves, how long their waits may take, the capacity dip."""
+    from gpustack.rollout.planner import plan_rollout
+    from gpustack.rollout.render import render_markdown_summary
+
+    plan = plan_rollout(review.before, review.after)
+    return "\n" + render_markdown_summary(plan, "###") if plan.phases else ""
 
 
 @click.command(name="diff")
@@ -83,5 +92,8 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     ]
     if failed:
         stop_invalid(failed, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
-    click.echo(RENDERERS[output](review), nl=False)
+    text = RENDERERS[output](review)
+    if output == "markdown" and review.changed:
+        text += _rollout_summary(review)
+    click.echo(text, nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)
