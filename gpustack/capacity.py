@@ -6,12 +6,12 @@ Every unit comes from `gpustack.offers`, so capacity, checks, compile and simula
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from gpustack.context import Context
+from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import GIB, format_gib, parse_quantity
@@ -283,7 +283,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
 
 
 def format_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dump_document("CapacityReport", data)
 
 
 def format_text(data: dict[str, Any]) -> str:

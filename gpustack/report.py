@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpustack.diagnostic import Diagnostic, Severity
+from gpustack.jsondoc import dump_document
 
 SourceLine = Callable[[str, int], str]
 
@@ -70,17 +70,18 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
     return out
 
 
+def file_report(file: str, diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    return {
+        "file": file,
+        "valid": errors == 0,
+        "errorCount": errors,
+        "warningCount": len(diagnostics) - errors,
+        "diagnostics": [diagnostic_json(d) for d in diagnostics],
+    }
+
+
 def format_json(results: Sequence[tuple[str, Sequence[Diagnostic]]]) -> str:
-    files = []
-    for file, diagnostics in results:
-        errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-        files.append(
-            {
-                "file": file,
-                "valid": errors == 0,
-                "error_count": errors,
-                "warning_count": len(diagnostics) - errors,
-                "diagnostics": [diagnostic_json(d) for d in diagnostics],
-            }
-        )
-    return json.dumps({"valid": all(f["valid"] for f in files), "files": files}, indent=2, sort_keys=False) + "\n"
+    """A ValidationReport: every file's diagnostics (also what other commands print for an invalid blueprint)."""
+    files = [file_report(file, diagnostics) for file, diagnostics in results]
+    return dump_document("ValidationReport", {"valid": all(f["valid"] for f in files), "files": files})

@@ -85,7 +85,7 @@ def test_the_workflow_runs_on_pull_requests_with_rights_to_comment() -> None:
 def test_the_workflow_validates_checks_compiled_output_and_reviews() -> None:
     runs = "\n".join(step.get("run", "") for step in steps())
     assert "gpustack validate blueprints/*.yaml" in runs
-    assert re.search(r"gpustack compile \S+ --check -o ", runs)
+    assert re.search(r"gpustack compile \S+ --check -d ", runs)
     assert 'gpustack diff --base "$BASE" --output markdown' in runs
     assert "--fail-on high" in runs
     checkout = next(step for step in steps() if step.get("uses", "").startswith("actions/checkout"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import NoReturn
 
@@ -11,6 +10,7 @@ import click
 from gpustack.commands.options import output_option
 from gpustack.commands.validate import line_lookup
 from gpustack.diagnostic import Severity, sort_diagnostics
+from gpustack.jsondoc import dump_document
 from gpustack.report import format_json, format_text
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
@@ -25,7 +25,7 @@ EXIT_ERROR = 2
 
 def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
-        click.echo(json.dumps({"error": message}))
+        click.echo(dump_document("ReviewError", {"error": message}), nl=False)
     click.echo(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
