@@ -165,16 +165,19 @@ class Document:
     value_positions: Mapping[JsonPath, Position] = field(repr=False)
     # Keyed by the path of the key's value.
     key_positions: Mapping[JsonPath, Position] = field(repr=False)
+    # Where each value (key) ends: just after its last character, as editors and SARIF count.
+    value_ends: Mapping[JsonPath, Position] = field(default_factory=dict, repr=False)
+    key_ends: Mapping[JsonPath, Position] = field(default_factory=dict, repr=False)
 
     def span(self, path: Sequence[str | int], *, key: bool = False) -> Span:
-        """Where `path` starts (its key with key=True), else its nearest located ancestor, else 1:1."""
+        """Where `path` starts and ends (its key with key=True), else its nearest located ancestor, else 1:1."""
         path = tuple(path)
         if key and path in self.key_positions:
-            return Span(self.file, self.key_positions[path])
+            return Span(self.file, self.key_positions[path], self.key_ends.get(path))
         for length in range(len(path), -1, -1):
             position = self.value_positions.get(path[:length])
             if position is not None:
-                return Span(self.file, position)
+                return Span(self.file, position, self.value_ends.get(path[:length]))
         return Span(self.file, Position(1, 1))
 
     def source_line(self, line: int) -> str:
@@ -191,8 +194,8 @@ class Document:
 def parse_document(text: str | bytes, file: str) -> Document:
     """Load one blueprint from memory. Raises DiagnosticError, and nothing else, on bad input."""
     decoded = _decode(text, file)
-    data, value_positions, key_positions = _load_yaml(decoded, file)
-    return Document(file, decoded, data, value_positions, key_positions)
+    data, (value_positions, key_positions, value_ends, key_ends) = _load_yaml(decoded, file)
+    return Document(file, decoded, data, value_positions, key_positions, value_ends, key_ends)
 
 
 def read_document(path: str | os.PathLike[str], display_name: str | None = None) -> Document:
@@ -332,7 +335,10 @@ def _position_at(text: str, offset: int) -> Position:
 _Mark = Any  # yaml.error.Mark, or the libyaml parser's own Mark: both have 0-based .line and .column
 
 
-def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
+_Positions = Mapping[JsonPath, Position]
+
+
+def _load_yaml(text: str, file: str) -> tuple[Any, tuple[_Positions, _Positions, _Positions, _Positions]]:
     builder = _Builder(file)
     loader: yaml.SafeLoader | None = None
     try:
@@ -348,7 +354,8 @@ def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], 
     finally:
         if loader is not None:
             loader.dispose()
-    return data, _MarkPositions(builder.value_marks), _MarkPositions(builder.key_marks)
+    marks = (builder.value_marks, builder.key_marks, builder.value_ends, builder.key_ends)
+    return data, tuple(_MarkPositions(m) for m in marks)  # type: ignore[return-value]
 
 
 @contextmanager
@@ -482,13 +489,16 @@ class _Frame:
     """A collection being built: its container, its path (None when its content is not
     addressable: inside a key, or under a refused key) and, for a mapping, the pending key."""
 
-    __slots__ = ("container", "is_list", "key", "path", "start")
+    __slots__ = ("container", "flow", "is_list", "key", "path", "start")
 
-    def __init__(self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark) -> None:
+    def __init__(
+        self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark, flow: bool = False
+    ) -> None:
         self.container = container
         self.is_list = isinstance(container, list)
         self.path = path
         self.start = start
+        self.flow = flow  # `{...}` / `[...]`: ends at its bracket; a block ends where its last value does
         self.key: object = _NO_KEY
 
 
@@ -499,6 +509,9 @@ class _Builder:
         self._file = file
         self.value_marks: dict[JsonPath, _Mark] = {}
         self.key_marks: dict[JsonPath, _Mark] = {}
+        self.value_ends: dict[JsonPath, _Mark] = {}
+        self.key_ends: dict[JsonPath, _Mark] = {}
+        self._last_end: _Mark = None  # the end of the value built last: a block collection ends there
         self.diagnostics: list[Diagnostic] = []
         self._reported_anchor = False
 
@@ -534,7 +547,12 @@ class _Builder:
             kind = type(event)
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
-                value, start, event = frame.container, frame.start, None
+                value, start = frame.container, frame.start
+                if frame.flow or self._last_end is None:
+                    self._last_end = event.end_mark
+                if frame.path is not None:
+                    self.value_ends[frame.path] = self._last_end
+                event = None
             else:
                 start = event.start_mark
                 path = self._child_path(stack[-1]) if stack else ()
@@ -581,10 +599,11 @@ class _Builder:
             )
         if path is not None:
             self.value_marks[path] = start
-        return _Frame({} if is_mapping else [], path, start)
+        return _Frame({} if is_mapping else [], path, start, bool(event.flow_style))
 
     def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
         text = event.value
+        self._last_end = event.end_mark
         if event.tag is None and event.anchor is None:  # the common case, kept short
             tag = resolve_plain_scalar(text) if event.implicit[0] else STR_TAG
         else:
@@ -594,6 +613,7 @@ class _Builder:
                 return None
         if path is not None:
             self.value_marks[path] = start
+            self.value_ends[path] = event.end_mark
         if tag == STR_TAG:
             return text
         try:
@@ -631,6 +651,7 @@ class _Builder:
         self._report("GS007", message, "remove the tag; quote the value if it should be a string", start, path or ())
 
     def _alias(self, event: AliasEvent, start: _Mark, path: JsonPath | None) -> object:
+        self._last_end = event.end_mark
         message = f"alias '*{event.anchor}' is not allowed; blueprints cannot use anchors or aliases"
         self._report_anchor(message, start, path)
         return _ALIASED
@@ -666,6 +687,7 @@ class _Builder:
         first_mark = self.key_marks.get(key_path)
         if first_mark is None:
             self.key_marks[key_path] = start
+            self.key_ends[key_path] = event.end_mark if event is not None else self._last_end
             return key
         first = _position(first_mark)
         message = f"duplicate key {key!r} (first defined at line {first.line}, column {first.column})"
