@@ -10,6 +10,7 @@ import click
 from gpustack.commands.options import output_option
 from gpustack.load import MAX_BYTES
 from gpustack.report import SourceLine, format_json, format_text, summary
+from gpustack.sarif import format_sarif
 from gpustack.validation import Validation, validate_path
 
 
@@ -48,11 +49,12 @@ def line_lookup(results: list[Validation]) -> SourceLine:
 @click.command(name="validate")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--strict", is_flag=True, help="Treat warnings as errors.")
-@output_option()
+@output_option(("text", "json", "sarif"))
 def command(files: tuple[str, ...], strict: bool, output: str) -> None:
     """Check blueprint FILES: YAML, shape, references, hardware geometry, sharing and tenancy rules.
 
-    Prints every problem as file:line:col with the source line and a hint. Exit 0 when all
+    Prints every problem as file:line:col with the source line and a hint (--output json or sarif
+    for tools: SARIF 2.1.0 is what GitHub code scanning reads). Exit 0 when all
     files are valid, 1 when any is not, 2 on usage errors. Use - to read standard input.
     """
     results = [validate_path(file) for file in files]
@@ -60,6 +62,8 @@ def command(files: tuple[str, ...], strict: bool, output: str) -> None:
         results = [r.strict() for r in results]
     if output == "json":
         click.echo(format_json([(r.file, r.diagnostics) for r in results]), nl=False)
+    elif output == "sarif":
+        click.echo(format_sarif([(r.file, r.diagnostics) for r in results]), nl=False)
     else:
         diagnostics = [d for r in results for d in r.diagnostics]
         lookup = line_lookup(results)
