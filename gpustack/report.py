@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpustack.codes import CODES, docs_page
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.jsondoc import dump_document
 
@@ -33,6 +34,8 @@ def format_diagnostic(diagnostic: Diagnostic, source_line: SourceLine = _no_sour
         lines.append(f"  note: see {related.file}:{related.start.line}:{related.start.column}")
     if diagnostic.hint:
         lines.append(f"  = hint: {diagnostic.hint}")
+    if diagnostic.code in CODES:
+        lines.append(f"  = see: {docs_page(diagnostic.code)}")
     return "\n".join(lines)
 
 
