@@ -542,6 +542,7 @@ class _Builder:
         # The hot loop: a large file has hundreds of thousands of events, so the common
         # cases (plain scalars, list items) take as few calls as possible.
         stack: list[_Frame] = []
+        value: Any
         while True:
             event = next_event()
             kind = type(event)
