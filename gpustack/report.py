@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpustack.codes import CODES, docs_page
-from gpustack.diagnostic import Diagnostic, Severity
+from gpustack.diagnostic import Diagnostic, Severity, Span
 from gpustack.jsondoc import dump_document
 
 SourceLine = Callable[[str, int], str]
@@ -29,7 +29,7 @@ def format_diagnostic(diagnostic: Diagnostic, source_line: SourceLine = _no_sour
             gutter = str(span.start.line)
             lines.append(f"{' ' * len(gutter)} |")
             lines.append(f"{gutter} | {text.expandtabs(1)}")
-            lines.append(f"{' ' * len(gutter)} | {' ' * (span.start.column - 1)}^")
+            lines.append(f"{' ' * len(gutter)} | {' ' * (span.start.column - 1)}{_underline(span, text)}")
     for related in diagnostic.related:
         lines.append(f"  note: see {related.file}:{related.start.line}:{related.start.column}")
     if diagnostic.hint:
@@ -37,6 +37,14 @@ def format_diagnostic(diagnostic: Diagnostic, source_line: SourceLine = _no_sour
     if diagnostic.code in CODES:
         lines.append(f"  = see: {docs_page(diagnostic.code)}")
     return "\n".join(lines)
+
+
+def _underline(span: Span, text: str) -> str:
+    """Carets under the whole value when it ends on its first line, else one at its start."""
+    end = span.end
+    if end is None or end.line != span.start.line or end.column <= span.start.column:
+        return "^"
+    return "^" * min(end.column - span.start.column, max(len(text) - span.start.column + 1, 1))
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
