@@ -1,7 +1,7 @@
 """Options every command shares, so they read the same everywhere.
 
 `--output/-o FORMAT` is how a command prints; `--out-dir/-d DIR` (compile only) is where it writes.
-Until 0.x+1 the old spellings still work with a warning on stderr: `-O FORMAT` on every command, and
+Until the release after 0.1 the old spellings still work with a warning on stderr: `-O FORMAT` on every command, and
 on compile `-o DIR` / `--out DIR`. `-o` stays unambiguous meanwhile: a format name is a format,
 anything else is the deprecated directory.
 """
