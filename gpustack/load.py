@@ -165,20 +165,34 @@ class Document:
     value_positions: Mapping[JsonPath, Position] = field(repr=False)
     # Keyed by the path of the key's value.
     key_positions: Mapping[JsonPath, Position] = field(repr=False)
-    # Where each value (key) ends: just after its last character, as editors and SARIF count.
-    value_ends: Mapping[JsonPath, Position] = field(default_factory=dict, repr=False)
-    key_ends: Mapping[JsonPath, Position] = field(default_factory=dict, repr=False)
 
     def span(self, path: Sequence[str | int], *, key: bool = False) -> Span:
         """Where `path` starts and ends (its key with key=True), else its nearest located ancestor, else 1:1."""
         path = tuple(path)
         if key and path in self.key_positions:
-            return Span(self.file, self.key_positions[path], self.key_ends.get(path))
+            return Span(self.file, self.key_positions[path], self._ends[1].get(path))
         for length in range(len(path), -1, -1):
             position = self.value_positions.get(path[:length])
             if position is not None:
-                return Span(self.file, position, self.value_ends.get(path[:length]))
+                return Span(self.file, position, self._ends[0].get(path[:length]))
         return Span(self.file, Position(1, 1))
+
+    @cached_property
+    def _ends(self) -> tuple[Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
+        """Where each value and key ends, just after its last character (as editors and SARIF count).
+
+        Found by parsing the text a second time, on the first span asked for: ends are only needed to
+        report a problem, and recording them on every load made loading a large blueprint 20% slower."""
+        builder = _EndsBuilder(self.file)
+        loader = BlueprintLoader(self.text)
+        try:
+            with _gc_paused():
+                builder.build(loader)
+        except (yaml.YAMLError, DiagnosticError, RecursionError):
+            pass  # a text that loaded once loads again; a Document made by hand may have no text
+        finally:
+            loader.dispose()
+        return _MarkPositions(builder.value_ends), _MarkPositions(builder.key_ends)
 
     def source_line(self, line: int) -> str:
         """The text of 1-based `line` without its line break; '' when out of range."""
@@ -194,8 +208,8 @@ class Document:
 def parse_document(text: str | bytes, file: str) -> Document:
     """Load one blueprint from memory. Raises DiagnosticError, and nothing else, on bad input."""
     decoded = _decode(text, file)
-    data, (value_positions, key_positions, value_ends, key_ends) = _load_yaml(decoded, file)
-    return Document(file, decoded, data, value_positions, key_positions, value_ends, key_ends)
+    data, value_positions, key_positions = _load_yaml(decoded, file)
+    return Document(file, decoded, data, value_positions, key_positions)
 
 
 def read_document(path: str | os.PathLike[str], display_name: str | None = None) -> Document:
@@ -335,10 +349,7 @@ def _position_at(text: str, offset: int) -> Position:
 _Mark = Any  # yaml.error.Mark, or the libyaml parser's own Mark: both have 0-based .line and .column
 
 
-_Positions = Mapping[JsonPath, Position]
-
-
-def _load_yaml(text: str, file: str) -> tuple[Any, tuple[_Positions, _Positions, _Positions, _Positions]]:
+def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
     builder = _Builder(file)
     loader: yaml.SafeLoader | None = None
     try:
@@ -354,8 +365,7 @@ def _load_yaml(text: str, file: str) -> tuple[Any, tuple[_Positions, _Positions,
     finally:
         if loader is not None:
             loader.dispose()
-    marks = (builder.value_marks, builder.key_marks, builder.value_ends, builder.key_ends)
-    return data, tuple(_MarkPositions(m) for m in marks)  # type: ignore[return-value]
+    return data, _MarkPositions(builder.value_marks), _MarkPositions(builder.key_marks)
 
 
 @contextmanager
@@ -489,16 +499,13 @@ class _Frame:
     """A collection being built: its container, its path (None when its content is not
     addressable: inside a key, or under a refused key) and, for a mapping, the pending key."""
 
-    __slots__ = ("container", "flow", "is_list", "key", "path", "start")
+    __slots__ = ("container", "is_list", "key", "path", "start")
 
-    def __init__(
-        self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark, flow: bool = False
-    ) -> None:
+    def __init__(self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark) -> None:
         self.container = container
         self.is_list = isinstance(container, list)
         self.path = path
         self.start = start
-        self.flow = flow  # `{...}` / `[...]`: ends at its bracket; a block ends where its last value does
         self.key: object = _NO_KEY
 
 
@@ -509,9 +516,6 @@ class _Builder:
         self._file = file
         self.value_marks: dict[JsonPath, _Mark] = {}
         self.key_marks: dict[JsonPath, _Mark] = {}
-        self.value_ends: dict[JsonPath, _Mark] = {}
-        self.key_ends: dict[JsonPath, _Mark] = {}
-        self._last_end: _Mark = None  # the end of the value built last: a block collection ends there
         self.diagnostics: list[Diagnostic] = []
         self._reported_anchor = False
 
@@ -548,12 +552,8 @@ class _Builder:
             kind = type(event)
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
-                value, start = frame.container, frame.start
-                if frame.flow or self._last_end is None:
-                    self._last_end = event.end_mark
-                if frame.path is not None:
-                    self.value_ends[frame.path] = self._last_end
-                event = None
+                self._closed(frame, event)
+                value, start, event = frame.container, frame.start, None
             else:
                 start = event.start_mark
                 path = self._child_path(stack[-1]) if stack else ()
@@ -584,6 +584,9 @@ class _Builder:
             return None  # a key (located through key_positions), or the value of a refused key
         return (*path, key)  # type: ignore[misc]
 
+    def _closed(self, frame: _Frame, event: Any) -> None:
+        """A collection's end event: nothing to do unless ends are being recorded."""
+
     def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
         if depth >= MAX_DEPTH:
             self._fail_with(_too_deep(self._file, _position(start), path or ()))
@@ -600,11 +603,10 @@ class _Builder:
             )
         if path is not None:
             self.value_marks[path] = start
-        return _Frame({} if is_mapping else [], path, start, bool(event.flow_style))
+        return _Frame({} if is_mapping else [], path, start)
 
     def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
         text = event.value
-        self._last_end = event.end_mark
         if event.tag is None and event.anchor is None:  # the common case, kept short
             tag = resolve_plain_scalar(text) if event.implicit[0] else STR_TAG
         else:
@@ -614,7 +616,6 @@ class _Builder:
                 return None
         if path is not None:
             self.value_marks[path] = start
-            self.value_ends[path] = event.end_mark
         if tag == STR_TAG:
             return text
         try:
@@ -652,7 +653,6 @@ class _Builder:
         self._report("GS007", message, "remove the tag; quote the value if it should be a string", start, path or ())
 
     def _alias(self, event: AliasEvent, start: _Mark, path: JsonPath | None) -> object:
-        self._last_end = event.end_mark
         message = f"alias '*{event.anchor}' is not allowed; blueprints cannot use anchors or aliases"
         self._report_anchor(message, start, path)
         return _ALIASED
@@ -688,7 +688,6 @@ class _Builder:
         first_mark = self.key_marks.get(key_path)
         if first_mark is None:
             self.key_marks[key_path] = start
-            self.key_ends[key_path] = event.end_mark if event is not None else self._last_end
             return key
         first = _position(first_mark)
         message = f"duplicate key {key!r} (first defined at line {first.line}, column {first.column})"
@@ -719,6 +718,46 @@ class _Builder:
 
     def _fail_with(self, diagnostic: Diagnostic) -> None:
         raise DiagnosticError([*self.diagnostics, diagnostic])
+
+
+class _EndsBuilder(_Builder):
+    """The same walk, recording where each value and key ends (Document._ends)."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.value_ends: dict[JsonPath, _Mark] = {}
+        self.key_ends: dict[JsonPath, _Mark] = {}
+        self._flow: set[int] = set()  # id() of the open flow collections' containers
+
+    def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
+        frame = super()._open(event, start, path, depth)
+        if event.flow_style:
+            self._flow.add(id(frame.container))
+        return frame
+
+    def _closed(self, frame: _Frame, event: Any) -> None:
+        # A flow collection ends at its bracket; a block one where its last value ends (its end event
+        # stands where the next line starts).
+        end = event.end_mark
+        container = frame.container
+        if id(container) in self._flow:
+            self._flow.discard(id(container))
+        elif container and frame.path is not None:
+            last = len(container) - 1 if frame.is_list else next(reversed(container))  # type: ignore[call-overload]
+            end = self.value_ends.get((*frame.path, last), end)
+        if frame.path is not None:
+            self.value_ends[frame.path] = end
+
+    def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
+        if path is not None:
+            self.value_ends[path] = event.end_mark
+        return super()._scalar(event, start, path)
+
+    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> object:
+        accepted = super()._accept_key(parent, key, start, event)
+        if accepted is key and parent.path is not None and event is not None:
+            self.key_ends.setdefault((*parent.path, key), event.end_mark)
+        return accepted
 
 
 def _custom_tag_message(tag: str) -> str:
