@@ -755,8 +755,8 @@ class _EndsBuilder(_Builder):
 
     def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> object:
         accepted = super()._accept_key(parent, key, start, event)
-        if accepted is key and parent.path is not None and event is not None:
-            self.key_ends.setdefault((*parent.path, key), event.end_mark)
+        if isinstance(accepted, str) and parent.path is not None and event is not None:
+            self.key_ends.setdefault((*parent.path, accepted), event.end_mark)
         return accepted
 
 
