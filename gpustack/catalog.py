@@ -158,11 +158,12 @@ class Catalog:
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_folded", folded)
         object.__setattr__(self, "_vgpu_bases", vgpu_bases)
-        # Cloud accelerator names (GKE's cloud.google.com/gke-accelerator values) are what people type.
+        # Cloud accelerator names (GKE's cloud.google.com/gke-accelerator values) are what people type. Matched
+        # exactly, as GKE spells them: NVIDIA-H200-141GB is a fabricated product label, not nvidia-h200-141gb.
         cloud: dict[str, GpuModel] = {}
         for model in self.models.values():
             for name in model.gke_accelerators:
-                other = cloud.setdefault(name.casefold(), model)
+                other = cloud.setdefault(name, model)
                 if other is not model or folded.get(name.casefold(), model) is not model:
                     raise ValueError(f"catalog: cloud name {name!r} names two models")
         object.__setattr__(self, "_cloud", cloud)
@@ -170,7 +171,7 @@ class Catalog:
     def resolve(self, name: str) -> GpuModel | None:
         """The model a catalog key, a `nvidia.com/gpu.product` value (as nodes carry it) or a cloud
         accelerator name (GKE's `nvidia-tesla-t4`) names, or None."""
-        cloud = self._cloud.get(name.strip().casefold())
+        cloud = self._cloud.get(name.strip())
         if cloud is not None:
             return cloud
         for candidate in _label_forms(name.strip()):

@@ -127,3 +127,13 @@ def test_compile_needs_a_directory_unless_it_prints() -> None:
 def test_a_format_a_command_does_not_print_is_a_usage_error() -> None:
     code, _, err = run("capacity", QUICKSTART, "-o", "sarif")
     assert code == 2 and "sarif" in err
+
+
+def test_compile_check_json_lists_what_is_stale(tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    assert run("compile", QUICKSTART, "-d", str(out_dir))[0] == 0
+    code, out, _ = run("compile", QUICKSTART, "-d", str(out_dir), "--check", "-o", "json")
+    assert code == 0 and json.loads(out)["stale"] == [] and json.loads(out)["written"] is False
+    (out_dir / "stray.yaml").write_text("x: 1\n")
+    code, out, _ = run("compile", QUICKSTART, "-d", str(out_dir), "--check", "-o", "json")
+    assert code == 1 and json.loads(out)["stale"] == ["unexpected: stray.yaml"]

@@ -21,7 +21,7 @@ from gpustack.validation import validate_text
         ("nvidia-l4", "L4"),
         ("nvidia-tesla-a100", "A100-SXM4-40GB"),
         ("nvidia-a100-80gb", "A100-SXM4-80GB"),
-        ("NVIDIA-TESLA-V100", "V100-SXM2-16GB"),
+        ("nvidia-tesla-v100", "V100-SXM2-16GB"),
     ],
 )
 def test_gke_accelerator_names_are_gpu_model_aliases(name: str, key: str) -> None:
@@ -73,3 +73,9 @@ def test_models_without_a_match_says_so_and_exits_one() -> None:
     code, out, err = run("models", "rtx-4090")
     assert code == 1 and out == ""
     assert "no GPU model matches 'rtx-4090'" in err and "gpustack models" in err
+
+
+def test_cloud_names_match_as_gke_spells_them_so_fabricated_labels_stay_unknown() -> None:
+    catalog = load_catalog()
+    assert catalog.resolve("nvidia-h200-141gb") is not None
+    assert catalog.resolve("NVIDIA-H200-141GB") is None, "a product label seen only in made-up docs"
