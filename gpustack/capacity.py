@@ -6,12 +6,12 @@ Every unit comes from `gpustack.offers`, so capacity, checks, compile and simula
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from gpustack.context import Context
+from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import GIB, format_gib, parse_quantity
@@ -283,44 +283,8 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
 
 
 def format_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dump_document("CapacityReport", data)
 
 
 def format_text(data: dict[str, Any]) -> str:
     return package_template("capacity-report.txt.j2").render(report=data)
-
-
-BAR_WIDTH = 420  # pixels for the longest bar of a row
-
-
-def render_chart(data: dict[str, Any]) -> str:
-    """A deterministic SVG: per pool resource, units vs template demand; per tenant grant, quota vs demand."""
-    rows: list[dict[str, Any]] = []
-    for pool in data["pools"]:
-        for unit in pool["units"]:
-            rows.append(_row(f"{pool['name']}: {unit['resource']}", "pool", unit["total"], None, unit["demand"]))
-    for tenant in data["tenants"]:
-        for grant in tenant["grants"]:
-            label = f"{tenant['name']} on {grant['pool']}: {grant['resource']}"
-            limit = grant["withBorrowing"] if grant["withBorrowing"] is not None else grant["quota"]
-            rows.append(_row(label, "tenant", grant["capacity"], limit, grant["demand"]))
-    return package_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
-
-
-def _row(label: str, kind: str, capacity: int, quota: int | None, demand: int) -> dict[str, Any]:
-    top = max(capacity, quota or 0, demand, 1)
-
-    def width(value: int | None) -> int:
-        return 0 if value is None else round(BAR_WIDTH * value / top)
-
-    return {
-        "label": label,
-        "kind": kind,
-        "capacity": capacity,
-        "quota": quota,
-        "demand": demand,
-        "capacity_width": width(capacity),
-        "quota_width": width(quota),
-        "demand_width": width(demand),
-        "over": demand > (quota if quota is not None else capacity),
-    }

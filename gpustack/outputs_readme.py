@@ -6,6 +6,7 @@ from typing import Any
 
 import jinja2
 
+from gpustack.names import POOL_LABEL
 from gpustack.plan import Manifest, Plan
 from gpustack.templating import package_template
 
@@ -64,4 +65,8 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
         releases=releases,
         rows=sorted(rows, key=lambda row: row["file"]),
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
+        nodes=sorted({m.name for m in plan.objects if m.kind == "Node"}),
+        has_mig=bool(plan.by_family("mig")),
+        has_admission=bool(plan.by_family("admission")),
+        pool_label=POOL_LABEL,
     )

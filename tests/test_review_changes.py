@@ -213,7 +213,7 @@ def test_text_tables_pad_columns() -> None:
 
 def test_summary_counts_in_words() -> None:
     counts = {
-        "cluster_settings": 0,
+        "clusterSettings": 0,
         "pools": {"added": 1, "removed": 0, "changed": 2},
         "tenants": {"added": 0, "removed": 0, "changed": 0},
         "workloads": {"added": 0, "removed": 1, "changed": 0},

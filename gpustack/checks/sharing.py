@@ -1,4 +1,4 @@
-"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS406, GS409)."""
+"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,18 @@ OWNED_LABELS = (
     "gpustack.io/pool",
     "gpustack.io/device-plugin",
 )
+# Labels GPU Feature Discovery writes on every GPU node, overwriting a value set by hand on its next pass
+# (../shared research gfd-labels.md; k8s-device-plugin internal/lm). Not nvidia.com/gpu.deploy.* and
+# gpu.workload.config: the GPU Operator reads those from the user.
+GFD_LABELS = frozenset(
+    f"nvidia.com/{name}"
+    for name in (
+        *("gpu.product", "gpu.memory", "gpu.count", "gpu.family", "gpu.replicas", "gpu.machine"),
+        *("gpu.sharing-strategy", "gpu.mode", "gpu.clique", "mig.capable", "mig.strategy", "mps.capable"),
+        "gfd.timestamp",
+    )
+)
+GFD_LABEL_PREFIXES = ("nvidia.com/gpu.compute.", "nvidia.com/cuda.", "nvidia.com/mig-", "nvidia.com/vgpu.")
 # HAMi's settings and their names in the blueprint; HAMi's chart takes one value of each for the whole cluster.
 HAMI_SETTINGS = (("split_count", "splitCount"), ("memory_scaling", "memoryScaling"), ("core_scaling", "coreScaling"))
 
@@ -121,6 +133,23 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
+def check_gfd_labels(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.blueprint.device_plugin.gfd:
+        return  # without GFD, hand-set product labels are how nodes get them
+    for pool in ctx.blueprint.pools:
+        for key, _ in pool.labels:
+            if key in GFD_LABELS or key.startswith(GFD_LABEL_PREFIXES):
+                yield ctx.warning(
+                    "GS407",
+                    (*pool.path, "labels", key),
+                    f"pool '{pool.name}' sets label '{key}', which GPU Feature Discovery writes from the "
+                    "hardware and overwrites on its next pass",
+                    "remove it: GFD labels the node itself; to select this pool's nodes use gpustack.io/pool, "
+                    "which gpustack writes",
+                    key=True,
+                )
+
+
 def check_hami_settings_agree(ctx: Context) -> Iterator[Diagnostic]:
     first: tuple[str, HamiSharing] | None = None
     for pool in ctx.blueprint.pools:
@@ -148,5 +177,6 @@ RULES = (
     check_memory_oversubscription,
     check_mps_needs_gfd,
     check_owned_labels,
+    check_gfd_labels,
     check_hami_settings_agree,
 )

@@ -8,7 +8,8 @@ import tempfile
 
 import click
 
-from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity, render_chart
+from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity
+from gpustack.capacity_chart import render_chart
 from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from typing import NoReturn
 
@@ -12,6 +11,7 @@ import click
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
 from gpustack.diagnostic import Severity
+from gpustack.jsondoc import dump_document
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
 from gpustack.review.review import Review, review_change
@@ -25,7 +25,7 @@ EXIT_ERROR = 2
 
 def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
-        click.echo(json.dumps({"error": message}))
+        click.echo(dump_document("ReviewError", {"error": message}), nl=False)
     click.echo(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 

@@ -15,8 +15,6 @@ from gpustack.review.review import Review
 from gpustack.review.risk import Risk, count_by_severity
 from gpustack.review.snapshot import Snapshot
 
-FORMAT_VERSION = 1
-
 
 def _number(value: Decimal | None) -> int | float | None:
     if value is None:
@@ -43,12 +41,12 @@ def _units(units: Units | None) -> dict[str, Any] | None:
     if units is None:
         return None
     return {
-        "per_node": units.per_node,
+        "perNode": units.per_node,
         "total": units.total,
         "memory": _memory(units),
         "isolation": units.isolation,
         "profile": units.profile,
-        "shared_by": units.shared_by,
+        "sharedBy": units.shared_by,
     }
 
 
@@ -131,7 +129,7 @@ def _counts(review: Review) -> dict[str, Any]:
         counts[f"{kind}s"] = {
             str(status): sum(c.kind is kind and c.status is status for c in review.changes) for status in Status
         }
-    counts["cluster_settings"] = sum(len(c.fields) for c in review.changes if c.kind is Kind.CLUSTER)
+    counts["clusterSettings"] = sum(len(c.fields) for c in review.changes if c.kind is Kind.CLUSTER)
     counts["risks"] = count_by_severity(review.risks)
     counts["objects"] = {str(status): sum(o.status is status for o in review.objects) for status in Status}
     return counts
@@ -157,7 +155,6 @@ def _side(snapshot: Snapshot) -> dict[str, Any]:
 
 def review_data(review: Review) -> dict[str, Any]:
     return {
-        "format": FORMAT_VERSION,
         "before": _side(review.before),
         "after": _side(review.after),
         "changed": review.changed,
