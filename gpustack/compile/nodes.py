@@ -26,6 +26,7 @@ from gpustack.context import Context
 from gpustack.model import NodePool, SharingStrategy, Taint
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.taints import taint_text
 
 FAMILY = "nodes"
 TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring
@@ -77,10 +78,6 @@ def build_taint_patch(pool: NodePool, node: str) -> Object:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"taints": node_taints(pool)}}
 
 
-def _taint_argument(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value is not None else f"{taint.key}:{taint.effect}"
-
-
 def _command(words: list[str]) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
@@ -99,7 +96,7 @@ def render_label_script(ctx: Context) -> str:
     for pool in ctx.blueprint.pools:
         lines += ["", f"# pool {pool.name}"]
         labels = [f"{key}={value}" for key, value in node_labels(ctx, pool).items()]
-        taints = [_taint_argument(taint) for taint in pool.taints]
+        taints = [taint_text(taint) for taint in pool.taints]
         for node in pool.nodes:
             lines.append(_command(["kubectl", "label", "node", node, *labels, "--overwrite"]))
             if taints:

@@ -32,6 +32,7 @@ from gpustack.needs import Requests
 from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quantity import GIB, parse_quantity
+from gpustack.taints import toleration_for
 
 FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
@@ -142,13 +143,7 @@ def _metadata(workload: Workload, namespace: str, name: str | None = None) -> di
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     """Exactly the pool's taints, tolerated: no more (that would open other pools), no less (Pending)."""
-    result = []
-    for taint in pool.taints:
-        if taint.value is None:
-            result.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-        else:
-            result.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
-    return result
+    return [toleration_for(taint).as_object() for taint in pool.taints]
 
 
 def affinity(workload: Workload) -> dict[str, Any]:
