@@ -10,9 +10,8 @@ import pytest
 
 import gpustack.defaults as d
 from gpustack.build import build_blueprint
-from gpustack.model import Blueprint
 
-Read = Callable[[Blueprint], Any]
+Read = Callable[[Any], Any]  # a path into the built Blueprint; the optional records are there in `sparse()`
 POOLS = {"plain": 0, "sliced": 1, "hami": 2}
 
 # Every default in the schema, a value that differs from it, and where build puts it.

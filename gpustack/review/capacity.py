@@ -29,7 +29,7 @@ class Pair(Generic[T]):
     def changed(self) -> bool:
         return self.before != self.after
 
-    def map(self, figure: Callable[[T], S]) -> Pair[S]:
+    def map(self, figure: Callable[[T], S | None]) -> Pair[S]:
         return Pair(*(None if side is None else figure(side) for side in (self.before, self.after)))
 
 
