@@ -30,6 +30,15 @@ def taint_text(taint: TaintLike) -> str:
     return f"{taint.key}:{taint.effect}"
 
 
+def taint_object(taint: TaintLike) -> dict[str, Any]:
+    """The core/v1 Taint (a Node's spec.taints item, a Kueue flavor's nodeTaints item)."""
+    out: dict[str, Any] = {"key": taint.key}
+    if taint.value is not None:
+        out["value"] = taint.value
+    out["effect"] = taint.effect
+    return out
+
+
 @dataclass(frozen=True)
 class Toleration:
     key: str | None  # None or empty: every key (with Exists)

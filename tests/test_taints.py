@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpustack.model import Taint
-from gpustack.taints import Toleration, read_toleration, taint_text, toleration_for
+from gpustack.taints import Toleration, read_toleration, taint_object, taint_text, toleration_for
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpustack"
 GPU = Taint("nvidia.com/gpu", "true", "NoSchedule", ())
@@ -20,6 +20,12 @@ def test_a_taint_is_written_as_kubectl_writes_it() -> None:
     assert taint_text(GPU) == "nvidia.com/gpu=true:NoSchedule"
     assert taint_text(POOL) == "gpustack.io/pool:NoExecute"
     assert taint_text(Taint("k", "", "NoSchedule", ())) == "k=:NoSchedule"  # kubectl's own form of an empty value
+
+
+def test_a_taint_object_has_a_value_only_where_the_taint_does() -> None:
+    assert taint_object(GPU) == {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    assert taint_object(POOL) == {"key": "gpustack.io/pool", "effect": "NoExecute"}
+    assert list(taint_object(GPU)) == ["key", "value", "effect"]  # kubectl's order, as the golden files have it
 
 
 def test_the_derived_toleration_tolerates_exactly_its_taint() -> None:

@@ -23,10 +23,10 @@ import shlex
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
-from gpustack.model import NodePool, SharingStrategy, Taint
+from gpustack.model import NodePool, SharingStrategy
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
-from gpustack.taints import taint_text
+from gpustack.taints import taint_object, taint_text
 
 FAMILY = "nodes"
 TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring
@@ -55,17 +55,9 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     return labels
 
 
-def _taint(taint: Taint) -> Object:
-    out: Object = {"key": taint.key}
-    if taint.value is not None:
-        out["value"] = taint.value
-    out["effect"] = taint.effect
-    return out
-
-
 def node_taints(pool: NodePool) -> list[Object]:
     """The pool's taints as core/v1 Taint objects, in blueprint order."""
-    return [_taint(taint) for taint in pool.taints]
+    return [taint_object(taint) for taint in pool.taints]
 
 
 def build_node_patch(ctx: Context, pool: NodePool, node: str) -> Object:
