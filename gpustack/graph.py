@@ -15,8 +15,8 @@ from typing import TypeVar
 
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
-from gpustack.review.fields import taint_text
 from gpustack.review.layouts import index_ranges
+from gpustack.taints import taint_text
 
 MAX_NODES_SHOWN = 3  # a pool of 200 nodes must not make a 200-name box
 
@@ -101,7 +101,7 @@ def _pool_node(pool: NodePool) -> GraphNode:
     gpu = f"{pool.gpu.count} x {pool.gpu.model} per node"
     lines = [pool.name, gpu, _nodes_line(pool), _sharing_line(pool)]
     if pool.taints:  # what keeps other pods off (and NoExecute: what evicts them) belongs in the picture
-        lines.append("taints: " + ", ".join(taint_text(t.key, t.value, t.effect) for t in pool.taints))
+        lines.append("taints: " + ", ".join(taint_text(t) for t in pool.taints))
     return GraphNode("pool", pool.name, tuple(lines))
 
 

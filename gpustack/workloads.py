@@ -36,6 +36,7 @@ from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quantity import GIB, parse_quantity
 from gpustack.schedulers import queue_name
+from gpustack.taints import toleration_for
 from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
 
 FAMILY = "workloads"
@@ -154,13 +155,7 @@ def _metadata(workload: Workload, namespace: str, name: str | None = None) -> di
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     """Exactly the pool's taints, tolerated: no more (that would open other pools), no less (Pending)."""
-    result = []
-    for taint in pool.taints:
-        if taint.value is None:
-            result.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-        else:
-            result.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
-    return result
+    return [toleration_for(taint).as_object() for taint in pool.taints]
 
 
 def affinity(workload: Workload) -> dict[str, Any]:

@@ -32,11 +32,12 @@ from conftest import BLUEPRINTS, CASES
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
-from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission, describe_taint
+from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission
 from gpustack.context import Context
 from gpustack.model import Blueprint, Scheduler, SharingStrategy
 from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import Plan
+from gpustack.taints import taint_text
 from gpustack.validation import validate_path, validate_text
 
 CORPUS = CASES / "admission"
@@ -344,7 +345,7 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
         for taint in foreign.taints:
             if (taint.key, taint.value, taint.effect) in own_taints:
                 continue  # pools that share a taint are told apart by their labels
-            text = describe_taint(taint)
+            text = taint_text(taint)
             message = f"tenant {name} may not tolerate {text}"
             toleration = taint_toleration(taint.key, taint.value, taint.effect)
             yield who.case(blueprint, f"tolerates/{foreign.name}/{text}", pod("t", tolerations=[toleration]), message)
@@ -404,7 +405,7 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
     granted_taints = {(t.key, t.value, t.effect) for p in granted for t in p.taints}
     for pool in granted:
         for taint in pool.taints:
-            text = describe_taint(taint)
+            text = taint_text(taint)
             tenants = ctx.tenants_by_pool[pool.name]
             owner = f"tenant {tenants[0]}" if len(tenants) == 1 else f"tenants {', '.join(tenants[:-1])} and "
             message = f"namespace team-x belongs to no tenant: it may not tolerate {text}, the taint of "
@@ -420,7 +421,7 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
             if (taint.key, taint.value, taint.effect) in granted_taints:
                 continue  # a taint it shares with a granted pool stays closed
             obj = pod("o", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
-            yield nobody.case(blueprint, f"ungranted/{pool.name}/{describe_taint(taint)}", obj)
+            yield nobody.case(blueprint, f"ungranted/{pool.name}/{taint_text(taint)}", obj)
     tainted = [p for p in granted if p.taints]
     if tainted:
         resource = ctx.offers[tainted[0].name][0].resource

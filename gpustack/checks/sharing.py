@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, SharingStrategy
 from gpustack.names import HAMI_NODE_LABELS
-from gpustack.quantity import GIB, format_gib, parse_quantity
+from gpustack.quantity import format_gib
 
 OWNED_LABELS = (
     "nvidia.com/device-plugin.config",
@@ -77,30 +76,17 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
-    for workload in ctx.blueprint.workloads:
-        pool = ctx.pools.get(workload.pool)
-        if pool is None or pool.sharing.strategy is not SharingStrategy.TIME_SLICING or workload.gpu.memory is None:
-            continue
-        model = ctx.models[pool.name]
-        replication = pool.sharing.replication
-        if model is None or replication is None:
-            continue
-        try:
-            need = parse_quantity(workload.gpu.memory)
-        except ValueError:
-            continue
-        total = need * replication.replicas
-        gpu_memory = Decimal(model.memory_gib) * GIB
-        if total > gpu_memory:
-            yield ctx.warning(
-                "GS404",
-                (*workload.gpu.path, "memory"),
-                f"workload '{workload.name}' needs {format_gib(need)} of GPU memory; pool '{pool.name}' time-slices "
-                f"each {model.key} {replication.replicas} ways, so {replication.replicas} such pods can land on one "
-                f"GPU and ask for {format_gib(total)} of its {model.memory_gib} GiB",
-                "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
-                "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
-            )
+    for fact in ctx.oversubscriptions:
+        workload, replicas = fact.workload, fact.replicas
+        yield ctx.warning(
+            "GS404",
+            (*workload.gpu.path, "memory"),
+            f"workload '{workload.name}' needs {format_gib(fact.need)} of GPU memory; pool '{fact.pool.name}' "
+            f"time-slices each {fact.model.key} {replicas} ways, so {replicas} such pods can land on one GPU and ask "
+            f"for {format_gib(fact.total)} of its {fact.model.memory_gib} GiB",
+            "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
+            "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
+        )
 
 
 def check_mps_needs_gfd(ctx: Context) -> Iterator[Diagnostic]:

@@ -40,6 +40,7 @@ from gpustack.names import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LAB
 from gpustack.offers import full_resource_name
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.schedulers import CPU, MAX_FLAVOR_TAINTS, MEMORY, kueue_tenants, nominal_quota
+from gpustack.taints import taint_object
 from gpustack.workloads import tolerations
 
 FAMILY = "kueue"
@@ -155,20 +156,12 @@ Notes:
 {hami_note}"""
 
 
-def _taint(key: str, value: str | None, effect: str) -> Object:
-    taint: Object = {"key": key}
-    if value is not None:
-        taint["value"] = value
-    taint["effect"] = effect
-    return taint
-
-
 def resource_flavor(pool: NodePool, api_version: str) -> Object:
     spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
     if pool.taints:
         # Both, as the issue's pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
         # into admitted pods (and, listed together, make Kueue skip the taint check at admission).
-        spec["nodeTaints"] = [_taint(t.key, t.value, t.effect) for t in pool.taints][:MAX_FLAVOR_TAINTS]
+        spec["nodeTaints"] = [taint_object(t) for t in pool.taints][:MAX_FLAVOR_TAINTS]
         spec["tolerations"] = tolerations(pool)[:MAX_FLAVOR_TAINTS]
     return {
         "apiVersion": api_version,

@@ -23,9 +23,10 @@ import shlex
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
-from gpustack.model import NodePool, SharingStrategy, Taint
+from gpustack.model import NodePool, SharingStrategy
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.taints import taint_object, taint_text
 
 FAMILY = "nodes"
 TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring
@@ -54,17 +55,9 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     return labels
 
 
-def _taint(taint: Taint) -> Object:
-    out: Object = {"key": taint.key}
-    if taint.value is not None:
-        out["value"] = taint.value
-    out["effect"] = taint.effect
-    return out
-
-
 def node_taints(pool: NodePool) -> list[Object]:
     """The pool's taints as core/v1 Taint objects, in blueprint order."""
-    return [_taint(taint) for taint in pool.taints]
+    return [taint_object(taint) for taint in pool.taints]
 
 
 def build_node_patch(ctx: Context, pool: NodePool, node: str) -> Object:
@@ -75,10 +68,6 @@ def build_node_patch(ctx: Context, pool: NodePool, node: str) -> Object:
 def build_taint_patch(pool: NodePool, node: str) -> Object:
     """The pool's taints on one node, as a patch that owns the node's whole taint list."""
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"taints": node_taints(pool)}}
-
-
-def _taint_argument(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value is not None else f"{taint.key}:{taint.effect}"
 
 
 def _command(words: list[str]) -> str:
@@ -99,7 +88,7 @@ def render_label_script(ctx: Context) -> str:
     for pool in ctx.blueprint.pools:
         lines += ["", f"# pool {pool.name}"]
         labels = [f"{key}={value}" for key, value in node_labels(ctx, pool).items()]
-        taints = [_taint_argument(taint) for taint in pool.taints]
+        taints = [taint_text(taint) for taint in pool.taints]
         for node in pool.nodes:
             lines.append(_command(["kubectl", "label", "node", node, *labels, "--overwrite"]))
             if taints:

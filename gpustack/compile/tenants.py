@@ -15,7 +15,6 @@ from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.quota import quota_ceiling
 from gpustack.schedulers import namespace_quota
 
 FAMILY = "tenants"
@@ -86,7 +85,7 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
                 continue
             nominal = quota.get(offer.resource, offer.per_node * nodes)
             key = f"requests.{offer.resource}"
-            totals[key] = totals.get(key, 0) + quota_ceiling(ctx, tenant, pool, offer.resource, nominal)
+            totals[key] = totals.get(key, 0) + ctx.quota_ceiling(tenant, pool, offer.resource, nominal)
     return dict(sorted(totals.items()))
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from gpustack.capacity import Unit
 from gpustack.graph import Graph, blueprint_graph, compare_graphs, render_mermaid
-from gpustack.review.capacity import Pair, PoolCapacity, TenantCapacity, Units
+from gpustack.review.capacity import Pair, PoolChange, TenantChange
 from gpustack.review.changes import EntityChange, Kind, Status
 from gpustack.review.review import Review
 from gpustack.review.risk import Risk, count_by_severity
@@ -30,27 +31,27 @@ def _pair(pair: Pair[Any]) -> dict[str, Any]:
     }
 
 
-def _memory(units: Units) -> dict[str, Any] | None:
+def _memory(units: Unit) -> dict[str, Any] | None:
     """Memory one unit can use. MIG units are named by the profile's GB; any other unit is a share of GiB."""
-    if units.memory_gib is None:
+    if units.memory_gb is None:
         return None
-    return {"value": _number(units.memory_gib), "unit": "GB" if units.profile is not None else "GiB"}
+    return {"value": _number(units.memory_gb), "unit": "GB" if units.profile is not None else "GiB"}
 
 
-def _units(units: Units | None) -> dict[str, Any] | None:
+def _units(units: Unit | None) -> dict[str, Any] | None:
     if units is None:
         return None
     return {
         "perNode": units.per_node,
         "total": units.total,
         "memory": _memory(units),
-        "isolation": units.isolation,
+        "isolation": str(units.isolation),
         "profile": units.profile,
         "sharedBy": units.shared_by,
     }
 
 
-def _pool(pool: PoolCapacity) -> dict[str, Any]:
+def _pool(pool: PoolChange) -> dict[str, Any]:
     return {
         "pool": pool.pool,
         "changed": pool.changed,
@@ -70,7 +71,7 @@ def _pool(pool: PoolCapacity) -> dict[str, Any]:
     }
 
 
-def _tenant(tenant: TenantCapacity) -> dict[str, Any]:
+def _tenant(tenant: TenantChange) -> dict[str, Any]:
     return {
         "tenant": tenant.tenant,
         "changed": tenant.changed,

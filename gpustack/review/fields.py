@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from gpustack.model import Blueprint, DevicePluginFlags, NodePool, Sharing, SharingStrategy, Tenant, Workload
+from gpustack.taints import taint_text
 
 Fields = dict[str, Any]  # field name -> a JSON-compatible value (str, int, float, bool, list, dict)
 
@@ -56,11 +57,6 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
     return fields
 
 
-def taint_text(key: str, value: str | None, effect: str) -> str:
-    """kubectl's notation, which reviewers already read: key=value:Effect."""
-    return f"{key}={value}:{effect}" if value is not None else f"{key}:{effect}"
-
-
 def _sharing(fields: Fields, sharing: Sharing) -> None:
     _put(fields, "sharing.strategy", str(sharing.strategy))
     if sharing.replication is not None:
@@ -91,7 +87,7 @@ def pool_fields(pool: NodePool) -> Fields:
     _put(fields, "nodes", pool.nodes)
     for key, value in pool.labels:
         _put(fields, f"labels.{key}", value)
-    _put(fields, "taints", [taint_text(t.key, t.value, t.effect) for t in pool.taints] or None)
+    _put(fields, "taints", [taint_text(t) for t in pool.taints] or None)
     _sharing(fields, pool.sharing)
     if pool.topology is not None:
         _put(fields, "topology.policy", pool.topology.policy)
