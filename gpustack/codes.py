@@ -15,6 +15,11 @@ CODES: dict[str, str] = {
     "GS009": "a mapping key that is not a string",
     "GS010": "nested deeper than the depth cap",
     "GS011": "empty document",
+    # cluster snapshots (gpustack.snapshot, gpustack.importer)
+    "GS020": "a cluster snapshot object is malformed",
+    "GS021": "a node's GPU product is not in the catalog",
+    "GS022": "a GPU node without a nvidia.com/gpu.product label",
+    "GS023": "a node's MIG layout cannot be read from the snapshot",
     # shape (gpustack.schema)
     "GS101": "unknown field",
     "GS102": "missing required field",
