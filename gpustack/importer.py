@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
@@ -57,9 +56,7 @@ def is_system_label(key: str) -> bool:
     if key in _SYSTEM_KEYS:
         return True
     domain = key.split("/", 1)[0] if "/" in key else ""
-    return domain in _SYSTEM_DOMAINS_EXACT or any(
-        domain == d or domain.endswith("." + d) for d in _SYSTEM_DOMAINS
-    )
+    return domain in _SYSTEM_DOMAINS_EXACT or any(domain == d or domain.endswith("." + d) for d in _SYSTEM_DOMAINS)
 
 
 def is_system_taint(taint: SnapshotTaint) -> bool:
@@ -73,8 +70,10 @@ def user_taints(node: SnapshotNode) -> tuple[SnapshotTaint, ...]:
 
 def is_gpu_node(node: SnapshotNode) -> bool:
     labels = dict(node.labels)
-    return PRODUCT in labels or any(name.startswith("nvidia.com/") for name, _ in node.allocatable) or (
-        labels.get("gpustack.io/device-plugin") == "hami"
+    return (
+        PRODUCT in labels
+        or any(name.startswith("nvidia.com/") for name, _ in node.allocatable)
+        or (labels.get("gpustack.io/device-plugin") == "hami")
     )
 
 
@@ -357,9 +356,7 @@ def _is_tenant_namespace(name: str) -> bool:
     return name not in SYSTEM_NAMESPACES and not name.startswith(SYSTEM_NAMESPACE_PREFIXES)
 
 
-def _tenants(
-    snapshot: Snapshot, pools: list[_Pool]
-) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+def _tenants(snapshot: Snapshot, pools: list[_Pool]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one."""
     advertised = {pool.name: pool.advertised() for pool in pools if not pool.unknown}
     labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
@@ -384,7 +381,9 @@ def _tenants(
         for namespace in namespaces:
             for resource, amount in per_namespace[namespace].items():
                 if resource in hard and hard[resource] != amount:
-                    guesses.append(f"quota {resource}: the namespaces differ; the largest, {max(amount, hard[resource])}")
+                    guesses.append(
+                        f"quota {resource}: the namespaces differ; the largest, {max(amount, hard[resource])}"
+                    )
                 hard[resource] = max(hard.get(resource, 0), amount)
         quota: dict[str, dict[str, int]] = {}
         for resource, amount in sorted(hard.items()):
@@ -407,7 +406,9 @@ def _tenants(
         if not quota:
             continue
         guesses.append("priority: not recorded on the cluster's namespaces; normal")
-        tenants.append({"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": "normal", "quota": quota})
+        tenants.append(
+            {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": "normal", "quota": quota}
+        )
     return tenants, notes
 
 

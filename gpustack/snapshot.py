@@ -140,7 +140,7 @@ class _Reader:
         return None
 
     def string_map(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
-        found = self.mapping(value, path, what) or {}
+        found = self.mapping(value, path, f"the {what} map") or {}
         out = []
         for key, item in found.items():
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
@@ -166,7 +166,9 @@ class _Reader:
         return value
 
 
-_KUBECTL_HINT = "give the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`"
+_KUBECTL_HINT = (
+    "give the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`"
+)
 
 
 def _kind_of(value: Any) -> str:
@@ -233,7 +235,9 @@ def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> lis
     for index, raw in enumerate(containers if isinstance(containers, list) else []):
         container = reader.mapping(raw, (*path, index), "a container") or {}
         resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
-        requests = dict(reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request"))
+        requests = dict(
+            reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request")
+        )
         # Kubernetes defaults a missing request to the limit; extended resources are only ever set as limits.
         limits = dict(reader.string_map(resources.get("limits"), (*path, index, "resources", "limits"), "limit"))
         merged = {**limits, **requests}

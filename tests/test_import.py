@@ -1,0 +1,151 @@
+"""`gpustack import`: blueprints inferred from cluster snapshots, and the round trip back to the same nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from cluster_from import snapshot_text
+
+from gpustack.build import build_blueprint
+from gpustack.cli import group
+from gpustack.compile import compile_blueprint
+from gpustack.importer import import_snapshot
+from gpustack.load import parse_document
+from gpustack.snapshot import parse_snapshot, read_snapshot
+from gpustack.validation import validate_path, validate_text
+
+CASES = Path(__file__).parent / "cases" / "import"
+BLUEPRINTS = Path(__file__).parent.parent / "blueprints"
+
+
+def _imported(name: str = "mixed-cluster.yaml"):
+    return import_snapshot(read_snapshot(str(CASES / name)), "mixed")
+
+
+def _pool(result, name: str) -> dict:
+    return next(p for p in result.data["spec"]["nodePools"] if p["name"] == name)
+
+
+def test_pools_follow_gfd_and_cloud_labels() -> None:
+    result = _imported()
+    assert [p["name"] for p in result.data["spec"]["nodePools"]] == [
+        "a100-pcie-80gb-mig",
+        "l4-pool",
+        "h100-sxm5-80gb-mig",
+        "a100-train",
+    ]
+    # MIG single: GFD counts 7 slices, the blueprint one whole A100 with seven 1g.10gb.
+    single = _pool(result, "a100-pcie-80gb-mig")
+    assert single["gpu"] == {"model": "A100-PCIE-80GB", "count": 1}
+    assert single["sharing"] == {"strategy": "mig", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}}
+    # Time-slicing read from the device plugin ConfigMap the node's label names, renamed to gpu.shared.
+    l4 = _pool(result, "l4-pool")
+    assert l4["nodes"] == ["gke-l4-pool-1", "gke-l4-pool-2"]
+    assert l4["labels"] == {"team": "vision"}  # cloud, GFD and kubernetes.io labels are not the pool's
+    assert l4["sharing"]["timeSlicing"] == {"replicas": 4, "renameByDefault": True, "failRequestsGreaterThanOne": True}
+    # The cordon's own taint is Kubernetes', not the pool's.
+    assert l4["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    # A pre-R470 product name without NVIDIA-, MIG disabled: whole GPUs.
+    a100 = _pool(result, "a100-train")
+    assert a100["gpu"] == {"model": "A100-SXM4-40GB", "count": 8} and "sharing" not in a100
+    h100 = _pool(result, "h100-sxm5-80gb-mig")
+    assert h100["sharing"]["mig"] == {"strategy": "mixed", "layout": {"1g.10gb": 7}}
+    assert result.data["spec"]["kubernetes"] == {"version": "1.31"}  # the oldest kubelet
+
+
+def test_tenants_from_namespaces_with_gpu_quotas() -> None:
+    tenants = _imported().data["spec"]["tenants"]
+    assert tenants == [
+        {
+            "name": "payments",
+            "namespaces": ["payments"],
+            "pools": ["h100-sxm5-80gb-mig"],
+            "priority": "normal",
+            "quota": {"h100-sxm5-80gb-mig": {"mig-1g.10gb": 28}},
+        },
+        {
+            "name": "vision",
+            "namespaces": ["vision"],
+            "pools": ["l4-pool"],
+            "priority": "normal",
+            "quota": {"l4-pool": {"gpu.shared": 8}},
+        },
+    ]  # kube-system's quota is not a tenant's
+
+
+def test_unknown_product_is_reported_and_kept_commented_out() -> None:
+    result = _imported()
+    (diagnostic,) = result.diagnostics
+    assert diagnostic.code == "GS021"
+    assert diagnostic.message == (
+        "unknown GPU product 'NVIDIA-Quantum-Q9000' on ws-1: expected a model in gpustack's catalog (gpustack models);"
+        " pool 'nvidia-quantum-q9000' is written commented out"
+    )
+    assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (147, 31)
+    assert diagnostic.json_path == "$.items[7].metadata.labels['nvidia.com/gpu.product']"
+    assert "#     - ws-1" in result.text
+
+
+def test_written_blueprint_validates_and_marks_guesses() -> None:
+    result = _imported()
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok, [d.message for d in check.diagnostics]
+    assert [d.code for d in check.diagnostics] == ["GS701"]  # GKE's own nvidia.com/gpu taint: worth a warning
+    lines = result.text.splitlines()
+    guess = lines.index(
+        "  # guessed: MIG layout: the same on every GPU, from the node's MIG device counts divided by its 8 GPUs "
+        "(the mig-parted config 'all-1g.10gb' was not in the snapshot)"
+    )
+    assert lines[guess + 1] == "  - name: h100-sxm5-80gb-mig"
+    assert parse_document(result.text, "x").data == result.data  # the comments change nothing
+    assert import_snapshot(read_snapshot(str(CASES / "mixed-cluster.yaml")), "mixed").text == result.text
+
+
+@pytest.mark.parametrize("name", ["multi-tenant.yaml", "quickstart.yaml", "seed-article.yaml"])
+def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
+    """blueprint -> compiled nodes (+ what GFD adds) -> import -> compile: every node gets the same labels and taints."""
+    original = validate_path(BLUEPRINTS / name)
+    assert original.blueprint is not None
+    snapshot = parse_snapshot(snapshot_text(original.blueprint), "cluster.yaml")
+    result = import_snapshot(snapshot, "round-trip")
+    assert result.diagnostics == ()
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok, [d.message for d in check.diagnostics]
+
+    def nodes(plan) -> dict[str, tuple[dict, list]]:
+        taints = {m.name: m.obj["spec"]["taints"] for m in plan.by_family("node-taints")}
+        return {m.name: (m.obj["metadata"]["labels"], taints.get(m.name, [])) for m in plan.by_family("nodes")}
+
+    before = nodes(compile_blueprint(original.blueprint))
+    after = nodes(compile_blueprint(build_blueprint(result.data)))
+    assert after == before
+
+
+def test_cli_writes_the_blueprint_and_reports_warnings(tmp_path: Path) -> None:
+    out = tmp_path / "blueprint.yaml"
+    run = CliRunner().invoke(group, ["import", str(CASES / "mixed-cluster.yaml"), "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    assert "warning[GS021]: unknown GPU product 'NVIDIA-Quantum-Q9000'" in run.stderr
+    assert "147 |       nvidia.com/gpu.product: NVIDIA-Quantum-Q9000" in run.stderr
+    assert run.stderr.endswith("wrote " + str(out) + ": 4 pool(s), 2 tenant(s)\n")
+    assert validate_path(out).ok
+
+
+def test_cli_refuses_a_malformed_snapshot(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n  metadata: {name: n1, labels: [a]}\n")
+    out = tmp_path / "blueprint.yaml"
+    run = CliRunner().invoke(group, ["import", str(bad), "-o", str(out)])
+    assert run.exit_code == 1
+    assert f"{bad}:5:32: error[GS020]: the label map is a list; expected a mapping" in run.stderr
+    assert not out.exists()
+
+
+def test_cli_without_gpu_nodes_writes_nothing(tmp_path: Path) -> None:
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text('{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "c1"}}]}')
+    run = CliRunner().invoke(group, ["import", str(cpu)])
+    assert run.exit_code == 1
+    assert run.stderr == f"{cpu}: no node with NVIDIA GPUs that gpustack knows; nothing written\n"
