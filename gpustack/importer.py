@@ -398,7 +398,8 @@ def _tenants(snapshot: Snapshot, pools: list[_Pool]) -> tuple[list[dict[str, Any
                 take = left if index == len(holders) - 1 else min(left, advertised[pool][resource])
                 if take > advertised[pool][resource]:
                     guesses.append(
-                        f"quota {resource}: {amount} is above what the pools have; capped at {advertised[pool][resource]}"
+                        f"quota {resource}: {amount} is above what the pools have; "
+                        f"capped at {advertised[pool][resource]}"
                     )
                     take = advertised[pool][resource]
                 quota.setdefault(pool, {})[resource.removeprefix("nvidia.com/")] = take

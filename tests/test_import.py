@@ -105,7 +105,7 @@ def test_written_blueprint_validates_and_marks_guesses() -> None:
 
 @pytest.mark.parametrize("name", ["multi-tenant.yaml", "quickstart.yaml", "seed-article.yaml"])
 def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
-    """blueprint -> compiled nodes (+ what GFD adds) -> import -> compile: every node gets the same labels and taints."""
+    """blueprint -> compiled nodes (+ GFD's labels) -> import -> compile: each node gets the same labels and taints."""
     original = validate_path(BLUEPRINTS / name)
     assert original.blueprint is not None
     snapshot = parse_snapshot(snapshot_text(original.blueprint), "cluster.yaml")
