@@ -149,3 +149,20 @@ def test_cli_without_gpu_nodes_writes_nothing(tmp_path: Path) -> None:
     run = CliRunner().invoke(group, ["import", str(cpu)])
     assert run.exit_code == 1
     assert run.stderr == f"{cpu}: no node with NVIDIA GPUs that gpustack knows; nothing written\n"
+
+
+def test_legacy_gfd_labels() -> None:
+    """-SHARED without a sharing-strategy label is a guessed time-slicing; a node without gpu.product is GS022."""
+    result = import_snapshot(read_snapshot(str(CASES / "legacy-gfd.yaml")), "legacy")
+    (t4,) = result.data["spec"]["nodePools"]
+    assert t4["name"] == "t4-ts4" and t4["gpu"] == {"model": "T4", "count": 1}
+    assert t4["sharing"] == {"strategy": "time-slicing", "timeSlicing": {"replicas": 4, "renameByDefault": False}}
+    assert "  # guessed: time-slicing: the product ends in -SHARED but no label says time-slicing or MPS" in (
+        result.text.splitlines()
+    )
+    (missing,) = result.diagnostics
+    assert (missing.code, missing.message) == (
+        "GS022",
+        "node rtx-1 has GPUs but no nvidia.com/gpu.product label; pool 'gpu' (rtx-1) is written commented out",
+    )
+    assert validate_text(result.text, "legacy.yaml").ok
