@@ -14,6 +14,7 @@ from gpustack.model import WorkloadKind
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod
 from gpustack.simulate.inventory import Node
+from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
 from gpustack.simulate.quota import Quota, QuotaLedger
@@ -70,6 +71,16 @@ def simulate(
     placed: list[tuple[Pod, int]] = []
     gangs: list[tuple[GangSpec, str]] = []
     kube, volcano = KubeJudge(version), VolcanoJudge(version)
+    # Pods that name their node are bound as they are created: the kubelet admits them before any scheduling.
+    for pod in [p for p in admitted if p.shape.node_name is not None]:
+        bound = admit_by_name(cluster, pod)
+        if isinstance(bound, int):
+            placed.append((pod, bound))
+        else:
+            pending.append(Pending(pod, bound.event, bound.message))
+            if bound.failed:
+                ledger.release(pod)
+    admitted = [p for p in admitted if p.shape.node_name is None]
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
             result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
