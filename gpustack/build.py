@@ -157,6 +157,8 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
         path=path,
+        max_pods=data.get("maxPods"),
+        cordoned=tuple(data.get("cordoned", ())),
     )
 
 

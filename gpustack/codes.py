@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "GS204": "a reference to a pool that does not exist",
     "GS205": "a reference to a tenant (or tenant namespace) that does not exist",
     "GS206": "a tenant claims a system namespace",
+    "GS207": "a cordoned node that is not one of its pool's nodes",
     # hardware (gpustack.checks.hardware)
     "GS301": "unknown GPU model",
     "GS302": "MIG on a GPU model without MIG",

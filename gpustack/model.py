@@ -215,6 +215,8 @@ class NodePool:
     node_resources: NodeResources | None
     description: str | None
     path: JsonPath
+    max_pods: int | None = None  # the kubelet's maxPods (None: its default)
+    cordoned: tuple[str, ...] = ()  # nodes with spec.unschedulable, for simulate
 
 
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount

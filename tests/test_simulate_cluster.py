@@ -11,7 +11,7 @@ from gpustack.compile import compile_blueprint
 from gpustack.model import Blueprint
 from gpustack.simulate import Simulation, run_simulation
 from gpustack.simulate.scenario import load_scenario
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
 
 BLUEPRINTS = Path(__file__).parent.parent / "blueprints"
 
@@ -80,3 +80,52 @@ def test_node_name_is_honoured_past_the_scheduler(multi_tenant: Blueprint) -> No
     # Rejected pods are Failed: they no longer count toward the namespace's quota (finetune's 8 + pinned's 2).
     research = next(used for quota, used in simulation.outcome.quotas if quota.namespace == "research")
     assert research["requests.nvidia.com/gpu"] == 10
+
+
+def _with_pool_fields(extra: str) -> Blueprint:
+    text = (BLUEPRINTS / "multi-tenant.yaml").read_text()
+    text = text.replace("      nodes: [a100-a, a100-b, a100-c]\n", f"      nodes: [a100-a, a100-b, a100-c]\n{extra}")
+    # gpustack's own Job rather than the template, which validate_text (no file to resolve it from) cannot read
+    text = "\n".join(line for line in text.splitlines() if "template: templates/" not in line) + "\n"
+
+    result = validate_text(text, str(BLUEPRINTS / "multi-tenant.yaml"))
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    return result.blueprint
+
+
+FINETUNE_3 = "workloads:\n  finetune:\n    replicas: 3\n"
+
+
+def test_cordoned_nodes_take_no_new_pods() -> None:
+    simulation = simulate(_with_pool_fields("      cordoned: [a100-a, a100-b]\n"), FINETUNE_3)
+    assert placements(simulation)["finetune-0"] == placements(simulation)["finetune-1"] == "a100-c"
+    assert pending(simulation)["finetune-2"] == (
+        "FailedScheduling",
+        "0/7 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint "
+        "{gpustack.io/pool: h100-mig}, 2 node(s) had untolerated taint {gpustack.io/pool: l4-shared}, "
+        "2 node(s) were unschedulable. preemption: 0/7 nodes are available: 1 No preemption victims found for "
+        "incoming pod, 6 Preemption is not helpful for scheduling.",
+    )
+
+
+def test_max_pods_limits_each_node() -> None:
+    simulation = simulate(_with_pool_fields("      maxPods: 1\n"), FINETUNE_3.replace("3", "4"))
+    assert sorted(placements(simulation)[f"finetune-{i}"] for i in range(3)) == ["a100-a", "a100-b", "a100-c"]
+    assert pending(simulation)["finetune-3"][1] == (
+        "0/7 nodes are available: 2 node(s) had untolerated taint {gpustack.io/pool: h100-mig}, 2 node(s) had "
+        "untolerated taint {gpustack.io/pool: l4-shared}, 3 Too many pods. preemption: 0/7 nodes are available: "
+        "3 No preemption victims found for incoming pod, 4 Preemption is not helpful for scheduling."
+    )
+
+
+def test_a_cordoned_node_outside_the_pool_is_reported() -> None:
+    text = (BLUEPRINTS / "multi-tenant.yaml").read_text()
+    text = text.replace(
+        "      nodes: [a100-a, a100-b, a100-c]\n", "      nodes: [a100-a, a100-b, a100-c]\n      cordoned: [a100-x]\n"
+    )
+    (problem,) = [d for d in validate_text(text, "bp.yaml").diagnostics if d.code == "GS207"]
+    assert (
+        problem.message == "cordoned node 'a100-x' is not a node of pool 'a100-40-training'; expected one of its nodes"
+    )
+    assert problem.hint == "did you mean 'a100-c'?"
+    assert problem.span is not None and problem.span.start.line == 39
