@@ -17,6 +17,7 @@ from gpustack.simulate.inventory import Node
 from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
+from gpustack.simulate.preemption import PREEMPTED, carry_out, find_preemption, preempted_message
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
 from gpustack.simulate.scheduler import Unplaced, schedule_pod
@@ -48,6 +49,8 @@ class Outcome:
     pending: tuple[Pending, ...]  # in creation order
     gangs: tuple[tuple[GangSpec, str], ...]  # gangs that are not ready, with the PodGroup's message
     quotas: tuple[tuple[Quota, dict[str, int]], ...]  # every quota with what admitted pods use
+    running: tuple[tuple[Pod, int], ...] = ()  # pods already bound in the cluster snapshot, with their nodes
+    preempted: tuple[tuple[Pod, int, str], ...] = ()  # victims: (pod, node index, the Preempted event's message)
 
     @property
     def ok(self) -> bool:
@@ -55,11 +58,24 @@ class Outcome:
 
 
 def simulate(
-    nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], version: KubeVersion, binpack: bool = False
+    nodes: Sequence[Node],
+    demand: Demand,
+    quotas: Sequence[Quota],
+    version: KubeVersion,
+    binpack: bool = False,
+    running: Sequence[tuple[Pod, int]] = (),
 ) -> Outcome:
-    """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads."""
+    """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads.
+
+    `running`: pods a cluster snapshot shows bound (pod, node index); they hold their node's resources and
+    pod slots and count toward quota from the start, and lower-priority ones may be preempted.
+    """
     cluster = Cluster(nodes)
     ledger = QuotaLedger(tuple(quotas))
+    for pod, node in running:
+        cluster.bind(pod, node)
+        ledger.charge(pod)
+    preempted: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
     admitted: list[Pod] = []
     for pod in demand.pods:
@@ -84,10 +100,22 @@ def simulate(
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
             result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
-            if isinstance(result, Unplaced):
-                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
-            else:
+            if not isinstance(result, Unplaced):
                 placed.append((unit, result))
+                continue
+            preemption = find_preemption(cluster, unit, list(result.rejections), version)
+            if preemption is None:
+                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
+                continue
+            carry_out(cluster, unit, preemption)
+            placed.append((unit, preemption.node))
+            message = preempted_message(unit, cluster.nodes[preemption.node].name)
+            for victim in preemption.victims:
+                preempted.append((victim, preemption.node, message))
+                ledger.release(victim)
+                if any(pod is victim for pod, _ in placed):  # one of the plan's own pods: deleted, so not running
+                    placed = [(pod, node) for pod, node in placed if pod is not victim]
+                    pending.append(Pending(victim, PREEMPTED, message))
             continue
         spec, members = unit
         outcome = allocate_gang(cluster, spec, members, volcano, binpack)
@@ -103,6 +131,8 @@ def simulate(
         tuple(sorted(pending, key=lambda item: item.pod.order)),
         tuple(gangs),
         tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
+        tuple(running),
+        tuple(preempted),
     )
 
 
