@@ -52,7 +52,7 @@ class SnapshotPod:
     namespace: str
     node_name: str | None
     phase: str | None
-    priority: int
+    priority: int | None  # spec.priority, which admission resolves from the class; None when not written
     priority_class: str | None
     requests: tuple[tuple[str, str], ...]  # summed over containers, the larger of that and any init container
     path: JsonPath
@@ -282,7 +282,9 @@ def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPo
         namespace=named[1] or "default",
         node_name=node if isinstance(node, str) and node else None,
         phase=phase if isinstance(phase, str) else None,
-        priority=reader.integer(spec.get("priority"), (*path, "spec", "priority"), "priority", 0),
+        priority=None
+        if spec.get("priority") is None
+        else reader.integer(spec.get("priority"), (*path, "spec", "priority"), "priority", 0),
         priority_class=priority_class if isinstance(priority_class, str) and priority_class else None,
         requests=_pod_requests(reader, spec, path),
         path=path,

@@ -129,3 +129,68 @@ def test_a_cordoned_node_outside_the_pool_is_reported() -> None:
     )
     assert problem.hint == "did you mean 'a100-c'?"
     assert problem.span is not None and problem.span.start.line == 39
+
+
+CLUSTER = Path(__file__).parent / "cases" / "simulate-cluster"
+
+
+def on_cluster(blueprint: Blueprint, scenario: bool = False) -> Simulation:
+    from gpustack.snapshot import read_snapshot
+
+    text = (CLUSTER / "scenario.yaml").read_text() if scenario else None
+    return simulate(blueprint, text, snapshot=read_snapshot(str(CLUSTER / "cluster.yaml")))
+
+
+def test_bound_pods_keep_their_nodes_and_lower_priority_ones_are_preempted(multi_tenant: Blueprint) -> None:
+    """a100-a is cordoned and the scavenger pods fill a100-b and half of a100-c: finetune-0 takes a100-c's other
+    half, finetune-1 preempts one scavenger pod. Both a100-b and a100-c offer one victim of priority 100; the
+    first node wins the tie, and of a100-b's two equal pods the one bound first is reprieved."""
+    simulation = on_cluster(multi_tenant)
+    outcome = simulation.outcome
+    assert [pod.name for pod, _ in outcome.running] == ["batch-0", "batch-1", "batch-2", "coredns-5d78c9869d-x2x7q"]
+    assert placements(simulation)["finetune-0"] == "a100-c"
+    assert placements(simulation)["finetune-1"] == "a100-b"
+    nodes = outcome.cluster.nodes
+    assert [(pod.name, nodes[node].name, text) for pod, node, text in outcome.preempted] == [
+        ("batch-1", "a100-b", "Preempted by pod research/finetune-1 on node a100-b")
+    ]
+    # Running pods count toward quota; the victim no longer does, the Succeeded pod never did.
+    research = next(used for quota, used in outcome.quotas if quota.namespace == "research")
+    assert research["requests.nvidia.com/gpu"] == 16
+    assert outcome.ok
+
+
+def test_snapshot_nodes_cordons_pod_limits_and_preemption_policy(multi_tenant: Blueprint) -> None:
+    simulation = on_cluster(multi_tenant, scenario=True)
+    where = placements(simulation)
+    assert where["web-0"] == where["web-1"] == "cpu-1"  # CPU-only and untainted; cpu-2 is at its pod limit
+    assert where["repair"] == "a100-a"  # nodeName: the cordon stops the scheduler, not the kubelet
+    assert pending(simulation) == {
+        "polite": (
+            "FailedScheduling",
+            "0/9 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 2 node(s) had untolerated "
+            "taint {gpustack.io/pool: h100-mig}, 2 node(s) had untolerated taint {gpustack.io/pool: l4-shared}, "
+            "4 Insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never.",
+        )
+    }
+
+
+def test_cli_reports_running_and_preempted_pods(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gpustack.cli import group
+
+    run = CliRunner().invoke(
+        group, ["simulate", str(BLUEPRINTS / "multi-tenant.yaml"), "--cluster", str(CLUSTER / "cluster.yaml")]
+    )
+    assert run.exit_code == 0, run.output
+    assert "14 pod(s) on 9 node(s): 14 placed, 0 pending\n4 pod(s) already running in the cluster\n" in run.stdout
+    assert (
+        "Preempted\n  research/batch-1 on a100-b  Preempted\n"
+        "    Preempted by pod research/finetune-1 on node a100-b\n" in run.stdout
+    )
+    broken = tmp_path / "cluster.yaml"
+    broken.write_text("kind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n  spec: {priority: high}\n")
+    bad = CliRunner().invoke(group, ["simulate", str(BLUEPRINTS / "multi-tenant.yaml"), "--cluster", str(broken)])
+    assert bad.exit_code == 1
+    assert f"{broken}:5:20: error[GS020]: priority is a string; expected an integer" in bad.stderr
