@@ -140,7 +140,9 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
     topology = data.get("topology")
     return NodePool(
         name=data["name"],
-        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu")),
+        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu"))
+        if "gpu" in data
+        else None,
         nodes=tuple(data["nodes"]),
         labels=_pairs(data.get("labels")),
         taints=tuple(

@@ -150,7 +150,7 @@ def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], i
         for offer in context.offers.get(pool.name, ())
     )
     return PoolCapacity(
-        pool.name, model.key if model else None, nodes, pool.gpu.count, str(pool.sharing.strategy), units
+        pool.name, model.key if model else None, nodes, pool.gpus_per_node, str(pool.sharing.strategy), units
     )
 
 

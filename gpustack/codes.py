@@ -43,6 +43,7 @@ CODES: dict[str, str] = {
     "GS303": "a MIG layout the GPU cannot make",
     "GS304": "single MIG strategy with more than one profile",
     "GS305": "MIG groups that do not cover each GPU exactly once",
+    "GS306": "GPU sharing on a CPU-only pool",
     # sharing (gpustack.checks.sharing)
     "GS401": "MPS combined with MIG",
     "GS402": "time-slicing or MPS with fewer than 2 replicas",

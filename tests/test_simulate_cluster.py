@@ -194,3 +194,37 @@ def test_cli_reports_running_and_preempted_pods(tmp_path: Path) -> None:
     bad = CliRunner().invoke(group, ["simulate", str(BLUEPRINTS / "multi-tenant.yaml"), "--cluster", str(broken)])
     assert bad.exit_code == 1
     assert f"{broken}:5:20: error[GS020]: priority is a string; expected an integer" in bad.stderr
+
+
+CPU_SCENARIO = """
+pods:
+  - name: batch
+    namespace: web
+    replicas: 3
+    spec:
+      containers: [{name: main, resources: {requests: {cpu: "6", memory: 8Gi}}}]
+"""
+
+
+def test_cpu_only_pool_compiles_without_device_plugin_and_takes_cpu_pods() -> None:
+    result = validate_path(CLUSTER / "cpu-pool.yaml")
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    plan = compile_blueprint(result.blueprint)
+    labels = {m.name: m.obj["metadata"]["labels"] for m in plan.by_family("nodes")}
+    assert labels["cpu-1"] == {"gpustack.io/pool": "cpu"}  # no device-plugin config for a pool without GPUs
+    (release,) = [r for r in plan.releases if r.name == "nvidia-device-plugin"]
+    term = release.values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["l4"]
+    simulation = simulate(result.blueprint, CPU_SCENARIO)
+    where = placements(simulation)
+    assert where["infer-0"] == where["infer-1"] == "l4-1"
+    # cpu-2 is cordoned, cpu-1 has 16 cores: two 6-core pods fit, the third does not; l4-1 is tainted and full.
+    assert where["batch-0"] == where["batch-1"] == "cpu-1"
+    assert pending(simulation) == {
+        "batch-2": (
+            "FailedScheduling",
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpustack.io/pool: l4}, "
+            "1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for "
+            "incoming pod, 2 Preemption is not helpful for scheduling.",
+        )
+    }

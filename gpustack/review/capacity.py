@@ -126,7 +126,7 @@ def pool_capacity(before: Snapshot, after: Snapshot, pool: str) -> PoolCapacity:
         pool=pool,
         model=Pair(before.model_name(pool), after.model_name(pool)),
         nodes=Pair(*(None if p is None else len(p.nodes) for p in sides)),
-        gpus=Pair(*(None if p is None else len(p.nodes) * p.gpu.count for p in sides)),
+        gpus=Pair(*(None if p is None else len(p.nodes) * p.gpus_per_node for p in sides)),
         sharing=Pair(_sharing_text(before, pool), _sharing_text(after, pool)),
         resources=resources,
     )

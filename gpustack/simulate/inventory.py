@@ -56,7 +56,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
     labels = {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/gpu.product": product,
-        "nvidia.com/gpu.count": str(pool.gpu.count),
+        "nvidia.com/gpu.count": str(pool.gpus_per_node),
         # memory_mib lists the values drivers have been seen to write; the first is the catalog's usual one.
         "nvidia.com/gpu.memory": str(model.memory_mib[0]),
         "nvidia.com/gpu.family": model.family,
