@@ -166,3 +166,45 @@ def test_legacy_gfd_labels() -> None:
         "node rtx-1 has GPUs but no nvidia.com/gpu.product label; pool 'gpu' (rtx-1) is written commented out",
     )
     assert validate_text(result.text, "legacy.yaml").ok
+
+
+UNEVEN_MIG = """
+apiVersion: v1
+kind: List
+items:
+- kind: Node
+  metadata:
+    name: h100-x
+    labels:
+      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+      nvidia.com/gpu.count: "8"
+      nvidia.com/mig.strategy: mixed
+      nvidia.com/mig.config: half-and-half
+      nvidia.com/mig-1g.10gb.count: "28"
+      nvidia.com/mig-3g.40gb.count: "8"
+  status: {allocatable: {nvidia.com/mig-1g.10gb: "28", nvidia.com/mig-3g.40gb: "8"}}
+- kind: Node
+  metadata:
+    name: l4-x
+    labels: {nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.count: "1"}
+  status: {allocatable: {nvidia.com/gpu: "1"}}
+"""
+
+
+def test_uneven_mig_without_its_config_is_reported() -> None:
+    """28 1g.10gb and 8 3g.40gb on 8 GPUs is no single layout: without the mig-parted ConfigMap, GS023."""
+    result = import_snapshot(parse_snapshot(UNEVEN_MIG, "cluster.yaml"), "uneven")
+    (problem,) = result.diagnostics
+    assert (problem.code, problem.message) == (
+        "GS023",
+        "the MIG layout of h100-x (mig.config 'half-and-half') cannot be read from the labels: expected the same "
+        "layout on every GPU, or the mig-parted ConfigMap; pool 'h100-sxm5-80gb-mig' is left out",
+    )
+    assert [p["name"] for p in result.data["spec"]["nodePools"]] == ["l4"]
+
+
+def test_every_snapshot_code_is_exercised() -> None:
+    from gpustack.codes import CODES
+
+    tested = {"GS020", "GS021", "GS022", "GS023"}  # by the tests above
+    assert {code for code in CODES if "GS020" <= code <= "GS029"} == tested
