@@ -3,7 +3,8 @@
 The blueprint's side is what compile would make of each node: the labels and taints gpustack sets
 (compile/nodes.py) and the resources the pool advertises (offers.py). The cluster's side is the snapshot.
 Only what gpustack owns is compared: a label gpustack does not set is nobody's drift, but a taint that is not
-the system's and not the pool's is, since it keeps the pool's workloads off the node.
+the system's and not the pool's is, since it keeps the pool's workloads off the node; so is a cordon the
+blueprint does not list (or a listed one that is gone), and a pod limit other than the pool's maxPods.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _HAMI_ONLY = ("nvidia.com/gpumem", "nvidia.com/gpucores")
 @dataclass(frozen=True)
 class Difference:
     node: str
-    kind: str  # missing-node, extra-node, gpu, label, taint, resource, mig-state
+    kind: str  # missing-node, extra-node, gpu, label, taint, resource, mig-state, cordon
     key: str  # the label key, taint key, resource name ('' for a whole node)
     expected: str | None
     actual: str | None
@@ -141,6 +142,21 @@ def _mig_state(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Differe
     return [Difference(node.name, "mig-state", MIG_STATE_LABEL, MIG_SUCCESS, state, message)]
 
 
+def _scheduling(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
+    """The cordon and the pod limit, where the blueprint states them for simulate."""
+    out = []
+    cordoned = node.name in pool.cordoned
+    if cordoned != node.unschedulable:
+        where = "the cluster, not in the blueprint" if node.unschedulable else "the blueprint, not in the cluster"
+        expected, actual = str(cordoned).lower(), str(node.unschedulable).lower()
+        out.append(Difference(node.name, "cordon", "spec.unschedulable", expected, actual, f"cordoned in {where}"))
+    slots = dict(node.allocatable).get("pods")
+    if pool.max_pods is not None and slots is not None and int(node.allocatable_amount("pods")) != pool.max_pods:
+        message = f"allocatable pods: expected {pool.max_pods} (maxPods), found {slots}"
+        out.append(Difference(node.name, "resource", "pods", str(pool.max_pods), slots, message))
+    return out
+
+
 def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
     differences: list[Difference] = []
     for name in pool.nodes:
@@ -148,7 +164,7 @@ def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
         if node is None:
             differences.append(Difference(name, "missing-node", "", name, None, "missing from the cluster"))
             continue
-        for check in (_gpu, _labels, _resources, _mig_state):
+        for check in (_gpu, _labels, _resources, _mig_state, _scheduling):
             differences += check(ctx, pool, node)
         differences += _taints(pool, node)
     return PoolDrift(pool.name, pool.nodes, tuple(differences))

@@ -49,6 +49,7 @@ _SYSTEM_TAINT_KEYS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandi
 SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
 SYSTEM_NAMESPACES = frozenset({"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system"})
 DEFAULT_KUBERNETES = "1.33"
+KUBELET_MAX_PODS = 110
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
@@ -347,6 +348,14 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         data["taints"] = [
             {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect} for t in taints
         ]
+    slots = sorted({int(n.allocatable_amount("pods")) for n in pool.nodes if dict(n.allocatable).get("pods")})
+    if slots and slots != [KUBELET_MAX_PODS]:
+        data["maxPods"] = slots[0]
+        if len(slots) > 1:
+            pool.guesses.append(f"maxPods: the nodes allow {', '.join(map(str, slots))} pods; the smallest")
+    cordoned = [n.name for n in pool.nodes if n.unschedulable]
+    if cordoned:
+        data["cordoned"] = cordoned
     if pool.sharing is not None and "unreadable-mig" not in pool.sharing:
         data["sharing"] = pool.sharing
     return data

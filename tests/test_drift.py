@@ -113,3 +113,25 @@ def test_cli_exit_codes(blueprint, tmp_path: Path) -> None:
     invalid = runner.invoke(group, ["drift", str(BLUEPRINT), str(broken)])
     assert invalid.exit_code == 1
     assert f"{broken}:5:25: error[GS020]: the allocatable map is a number; expected a mapping" in invalid.stderr
+
+
+def test_cordons_and_pod_limits(blueprint, tmp_path: Path) -> None:
+    """A cordon the blueprint does not list is drift, as is a listed one that is gone or another pod limit."""
+    text = BLUEPRINT.read_text().replace(
+        "      nodes: [a100-a, a100-b, a100-c]\n", "      nodes: [a100-a, a100-b, a100-c]\n      cordoned: [a100-a]\n"
+    )
+    text = text.replace("      nodes: [l4-a, l4-b]\n", "      nodes: [l4-a, l4-b]\n      maxPods: 50\n")
+    edited = tmp_path / "multi-tenant.yaml"
+    edited.write_text(text)
+    (tmp_path / "templates").symlink_to(BLUEPRINT.parent / "templates")
+    result = validate_path(edited)
+    assert result.ok and result.blueprint is not None
+    data = snapshot_data(blueprint)
+    _node(data, "a100-b").setdefault("spec", {})["unschedulable"] = True
+    _node(data, "l4-a")["status"]["allocatable"]["pods"] = "50"
+    drift = compare(result.blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    assert [(d.node, d.kind, d.message) for d in drift.differences] == [
+        ("a100-a", "cordon", "cordoned in the blueprint, not in the cluster"),
+        ("a100-b", "cordon", "cordoned in the cluster, not in the blueprint"),
+        ("l4-b", "resource", "allocatable pods: expected 50 (maxPods), found 110"),
+    ]

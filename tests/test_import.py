@@ -40,6 +40,7 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
     single = _pool(result, "a100-pcie-80gb-mig")
     assert single["gpu"] == {"model": "A100-PCIE-80GB", "count": 1}
     assert single["sharing"] == {"strategy": "mig", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}}
+    assert single["maxPods"] == 58  # the node's allocatable pods, where it is not the kubelet's default
     # Time-slicing read from the device plugin ConfigMap the node's label names, renamed to gpu.shared.
     l4 = _pool(result, "l4-pool")
     assert l4["nodes"] == ["gke-l4-pool-1", "gke-l4-pool-2"]
@@ -47,6 +48,7 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
     assert l4["sharing"]["timeSlicing"] == {"replicas": 4, "renameByDefault": True, "failRequestsGreaterThanOne": True}
     # The cordon's own taint is Kubernetes', not the pool's.
     assert l4["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert l4["cordoned"] == ["gke-l4-pool-2"] and "maxPods" not in l4
     # A pre-R470 product name without NVIDIA-, MIG disabled: whole GPUs.
     a100 = _pool(result, "a100-train")
     assert a100["gpu"] == {"model": "A100-SXM4-40GB", "count": 8} and "sharing" not in a100
