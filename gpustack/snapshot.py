@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
@@ -110,7 +111,11 @@ class Snapshot:
         return self.document.span(path) if self.document is not None else None
 
     def node(self, name: str) -> SnapshotNode | None:
-        return next((n for n in self.nodes if n.name == name), None)
+        return self._nodes_by_name.get(name)
+
+    @cached_property
+    def _nodes_by_name(self) -> dict[str, SnapshotNode]:  # drift and simulate look up every node: keep it O(1)
+        return {node.name: node for node in self.nodes}
 
 
 class _Reader:

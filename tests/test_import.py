@@ -210,3 +210,14 @@ def test_every_snapshot_code_is_exercised() -> None:
 
     tested = {"GS020", "GS021", "GS022", "GS023"}  # by the tests above
     assert {code for code in CODES if "GS020" <= code <= "GS029"} == tested
+
+
+def test_cli_reports_an_unwritable_output(tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "blueprint.yaml"
+    run = CliRunner().invoke(group, ["import", str(CASES / "legacy-gfd.yaml"), "-o", str(out)])
+    assert run.exit_code == 1
+    assert (
+        f"error[GS901]: cannot write {out}: No such file or directory; expected a writable file in an existing "
+        "directory" in run.stderr
+    )
+    assert not out.parent.exists()

@@ -80,7 +80,18 @@ def command(snapshot: str, out: str | None, name: str | None) -> None:
     if out is None:
         click.echo(result.text, nl=False)
     else:
-        _write(out, result.text)
+        try:
+            _write(out, result.text)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            problem = Diagnostic(
+                "GS901",
+                Severity.ERROR,
+                f"cannot write {out}: {reason}; expected a writable file in an existing directory",
+                hint="check the path and its directory's permissions; nothing was written",
+            )
+            _report([problem], [])
+            sys.exit(1)
         pools = len(result.data["spec"]["nodePools"])
         tenants = len(result.data["spec"].get("tenants", []))
         click.echo(f"wrote {out}: {pools} pool(s), {tenants} tenant(s)", err=True)
