@@ -162,6 +162,20 @@ class _Reader:
         namespace = meta.get("namespace")
         return meta["name"], namespace if isinstance(namespace, str) else None
 
+    def quantities(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
+        """A resource map whose every value must be a Kubernetes quantity (allocatable, quota hard)."""
+        out = []
+        for name, amount in self.string_map(value, path, what):
+            try:
+                parse_quantity(amount)
+            except ValueError:
+                self.fail(
+                    (*path, name), f"{what} {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 8, 500m, 64Gi"
+                )
+                continue
+            out.append((name, amount))
+        return tuple(out)
+
     def integer(self, value: Any, path: JsonPath, what: str, default: int) -> int:
         if value is None:
             return default
@@ -218,7 +232,8 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
     for index, raw in enumerate(raw_taints if isinstance(raw_taints, list) else []):
         taint = reader.mapping(raw, (*path, "spec", "taints", index), "a taint")
         if taint is None or not isinstance(taint.get("key"), str) or not isinstance(taint.get("effect"), str):
-            reader.fail((*path, "spec", "taints", index), "a taint without key or effect", "key and effect", "")
+            where = (*path, "spec", "taints", index)
+            reader.fail(where, "a taint without key or effect", "key and effect", _KUBECTL_HINT)
             continue
         value = taint.get("value")
         taints.append(SnapshotTaint(taint["key"], None if value in (None, "") else str(value), taint["effect"]))
@@ -229,7 +244,7 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
         labels=reader.string_map(meta.get("labels"), (*path, "metadata", "labels"), "label"),
         taints=tuple(taints),
         unschedulable=spec.get("unschedulable") is True,
-        allocatable=reader.string_map(status.get("allocatable"), (*path, "status", "allocatable"), "allocatable"),
+        allocatable=reader.quantities(status.get("allocatable"), (*path, "status", "allocatable"), "allocatable"),
         kubelet_version=kubelet if isinstance(kubelet, str) else None,
         path=path,
     )
@@ -315,7 +330,7 @@ def _quota(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Snapshot
     if named is None:
         return None
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
-    hard = reader.string_map(spec.get("hard"), (*path, "spec", "hard"), "quota")
+    hard = reader.quantities(spec.get("hard"), (*path, "spec", "hard"), "quota")
     return SnapshotQuota(named[0], named[1] or "default", hard, path)
 
 
@@ -349,7 +364,7 @@ def snapshot_from(document: Document) -> Snapshot:
     }
     for item, path in _items(reader):
         kind = item.get("kind")
-        if kind in builders:
+        if isinstance(kind, str) and kind in builders:
             record = builders[kind](reader, item, path)
             if record is not None:
                 found[kind].append(record)
