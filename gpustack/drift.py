@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.catalog import load_catalog
+from gpustack.cluster_labels import PRODUCT, is_gpu_node, user_taints
 from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
-from gpustack.importer import PRODUCT, is_gpu_node, user_taints
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Taint
 from gpustack.names import MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX, pool_offers

@@ -15,67 +15,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.cluster_labels import (
+    CLOUD_POOL_LABELS,
+    COUNT,
+    GPU_RESOURCE,
+    MIG_STRATEGY,
+    PRODUCT,
+    REPLICAS,
+    SHARING_STRATEGY,
+    is_gpu_node,
+    is_system_label,
+    user_taints,
+)
 from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL, TENANT_LABEL
+from gpustack.import_tenants import dns_label, infer_tenants
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
 from gpustack.quantity import parse_quantity
-from gpustack.snapshot import Snapshot, SnapshotNode, SnapshotTaint, embedded_yaml
+from gpustack.snapshot import Snapshot, SnapshotNode, embedded_yaml
 from gpustack.yamlout import dump_yaml
 
-PRODUCT = "nvidia.com/gpu.product"
-COUNT = "nvidia.com/gpu.count"
-REPLICAS = "nvidia.com/gpu.replicas"
-SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
-MIG_STRATEGY = "nvidia.com/mig.strategy"
-GPU_RESOURCE = "nvidia.com/gpu"
 _MIG_COUNT = re.compile(r"^nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\.[a-z0-9.]+)?)\.count$")
 _MIG_SUFFIX = re.compile(r"-MIG-(?P<profile>[A-Za-z0-9.+]+?)(?:-SHARED)?$")
 _SHARED_SUFFIX = "-SHARED"
-# Where clouds and provisioners record the node pool a node came from, most specific first.
-CLOUD_POOL_LABELS = (
-    POOL_LABEL,
-    "cloud.google.com/gke-nodepool",
-    "eks.amazonaws.com/nodegroup",
-    "karpenter.sh/nodepool",
-    "kubernetes.azure.com/agentpool",
-    "agentpool",
-)
-# Label keys that clouds, Kubernetes, NFD/GFD or gpustack itself write: never copied into a pool's labels.
-_SYSTEM_DOMAINS = ("kubernetes.io", "k8s.io", "nvidia.com", "gpustack.io", "cloud.google.com", "amazonaws.com")
-_SYSTEM_DOMAINS_EXACT = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.azure.com", "alpha.eksctl.io")
-_SYSTEM_KEYS = frozenset({"agentpool", "storageprofile", "storagetier", *HAMI_NODE_LABELS})
-# Taints Kubernetes, clouds and autoscalers add and remove by themselves.
-_SYSTEM_TAINT_DOMAINS = ("node.kubernetes.io", "node.cloudprovider.kubernetes.io", "node-role.kubernetes.io")
-_SYSTEM_TAINT_KEYS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"})
-SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
-SYSTEM_NAMESPACES = frozenset({"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system"})
 DEFAULT_KUBERNETES = "1.33"
 KUBELET_MAX_PODS = 110
-_DNS_LABEL = re.compile(r"[^a-z0-9-]+")
-
-
-def is_system_label(key: str) -> bool:
-    if key in _SYSTEM_KEYS:
-        return True
-    domain = key.split("/", 1)[0] if "/" in key else ""
-    return domain in _SYSTEM_DOMAINS_EXACT or any(domain == d or domain.endswith("." + d) for d in _SYSTEM_DOMAINS)
-
-
-def is_system_taint(taint: SnapshotTaint) -> bool:
-    domain = taint.key.split("/", 1)[0] if "/" in taint.key else ""
-    return taint.key in _SYSTEM_TAINT_KEYS or domain in _SYSTEM_TAINT_DOMAINS
-
-
-def user_taints(node: SnapshotNode) -> tuple[SnapshotTaint, ...]:
-    return tuple(t for t in node.taints if not is_system_taint(t))
-
-
-def is_gpu_node(node: SnapshotNode) -> bool:
-    labels = dict(node.labels)
-    return (
-        PRODUCT in labels
-        or any(name.startswith("nvidia.com/") for name, _ in node.allocatable)
-        or (labels.get("gpustack.io/device-plugin") == "hami")
-    )
 
 
 @dataclass
@@ -106,11 +69,6 @@ class Import:
     text: str  # the blueprint, with comments
     data: dict[str, Any]  # the same blueprint as data (what the comments annotate)
     diagnostics: tuple[Diagnostic, ...]
-
-
-def _dns_label(text: str, fallback: str) -> str:
-    cleaned = _DNS_LABEL.sub("-", text.lower()).strip("-")[:63].strip("-")
-    return cleaned or fallback
 
 
 def _device_plugin_configs(snapshot: Snapshot) -> dict[str, Mapping[str, Any]]:
@@ -274,9 +232,9 @@ def _node_pool(
         guesses.append(f"gpu.model: no {PRODUCT} label on {node.name}")
     cloud = next(((key, node.label(key)) for key in CLOUD_POOL_LABELS if node.label(key)), None)
     hint = (
-        _dns_label(cloud[1] or "", "pool")
+        dns_label(cloud[1] or "", "pool")
         if cloud is not None
-        else _dns_label(model_name or "gpu", "gpu") + _sharing_suffix(sharing)
+        else dns_label(model_name or "gpu", "gpu") + _sharing_suffix(sharing)
     )
     key = (
         cloud,
@@ -361,67 +319,6 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
     return data
 
 
-def _is_tenant_namespace(name: str) -> bool:
-    return name not in SYSTEM_NAMESPACES and not name.startswith(SYSTEM_NAMESPACE_PREFIXES)
-
-
-def _tenants(snapshot: Snapshot, pools: list[_Pool]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one."""
-    advertised = {pool.name: pool.advertised() for pool in pools if not pool.unknown}
-    labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
-    per_namespace: dict[str, dict[str, int]] = {}
-    for quota in snapshot.quotas:
-        if not _is_tenant_namespace(quota.namespace):
-            continue
-        for key, amount in quota.hard:
-            if key.startswith("requests.nvidia.com/"):
-                resource = key.removeprefix("requests.")
-                hard = per_namespace.setdefault(quota.namespace, {})
-                hard[resource] = max(hard.get(resource, 0), int(parse_quantity(amount)))
-    grouped: dict[str, list[str]] = {}
-    for namespace in sorted(per_namespace):
-        tenant = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
-        grouped.setdefault(_dns_label(tenant, "tenant"), []).append(namespace)
-    tenants: list[dict[str, Any]] = []
-    notes: dict[str, list[str]] = {}
-    for name, namespaces in grouped.items():
-        guesses = notes.setdefault(name, [])
-        hard: dict[str, int] = {}
-        for namespace in namespaces:
-            for resource, amount in per_namespace[namespace].items():
-                if resource in hard and hard[resource] != amount:
-                    guesses.append(
-                        f"quota {resource}: the namespaces differ; the largest, {max(amount, hard[resource])}"
-                    )
-                hard[resource] = max(hard.get(resource, 0), amount)
-        quota: dict[str, dict[str, int]] = {}
-        for resource, amount in sorted(hard.items()):
-            holders = [p for p in advertised if resource in advertised[p]]
-            if not holders:
-                guesses.append(f"quota {resource}: no pool advertises it; left out")
-                continue
-            if len(holders) > 1:
-                guesses.append(f"quota {resource}: several pools advertise it; split over {', '.join(holders)}")
-            left = amount
-            for index, pool in enumerate(holders):
-                take = left if index == len(holders) - 1 else min(left, advertised[pool][resource])
-                if take > advertised[pool][resource]:
-                    guesses.append(
-                        f"quota {resource}: {amount} is above what the pools have; "
-                        f"capped at {advertised[pool][resource]}"
-                    )
-                    take = advertised[pool][resource]
-                quota.setdefault(pool, {})[resource.removeprefix("nvidia.com/")] = take
-                left -= take
-        if not quota:
-            continue
-        guesses.append("priority: not recorded on the cluster's namespaces; normal")
-        tenants.append(
-            {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": "normal", "quota": quota}
-        )
-    return tenants, notes
-
-
 def _kubernetes_version(snapshot: Snapshot) -> tuple[str, str | None]:
     minors = sorted(
         (int(m[1]), int(m[2]))
@@ -450,7 +347,7 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     _name_pools(pools)
     diagnostics = [d for pool in pools for d in _pool_diagnostics(pool, snapshot, catalog)]
     known = [p for p in pools if not p.unknown and (p.sharing is None or "unreadable-mig" not in p.sharing)]
-    tenants, tenant_notes = _tenants(snapshot, known)
+    tenants, tenant_notes = infer_tenants(snapshot, {p.name: p.advertised() for p in known})
     version, version_guess = _kubernetes_version(snapshot)
     spec: dict[str, Any] = {"kubernetes": {"version": version}, "nodePools": [_pool_data(p) for p in known]}
     if tenants:
@@ -458,7 +355,7 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     data = {
         "apiVersion": "gpustack.io/v1alpha1",
         "kind": "ClusterBlueprint",
-        "metadata": {"name": _dns_label(name, "imported"), "description": f"Imported from {snapshot.file}."},
+        "metadata": {"name": dns_label(name, "imported"), "description": f"Imported from {snapshot.file}."},
         "spec": spec,
     }
     notes = {("nodePools", p.name): p.guesses for p in known}
