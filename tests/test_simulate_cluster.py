@@ -154,10 +154,31 @@ def test_bound_pods_keep_their_nodes_and_lower_priority_ones_are_preempted(multi
     assert [(pod.name, nodes[node].name, text) for pod, node, text in outcome.preempted] == [
         ("batch-1", "a100-b", "Preempted by pod research/finetune-1 on node a100-b")
     ]
+    # The preemptor's first attempt failed as the cluster words it: no post-filter text once preemption succeeds.
+    ((preemptor, node, message),) = outcome.nominated
+    assert (preemptor.name, nodes[node].name) == ("finetune-1", "a100-b")
+    assert message == (
+        "0/9 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu, 2 node(s) didn't "
+        "match Pod's node affinity/selector, 2 node(s) had untolerated taint {gpustack.io/pool: h100-mig}, 2 node(s) "
+        "had untolerated taint {gpustack.io/pool: l4-shared}."
+    )
     # Running pods count toward quota; the victim no longer does, the Succeeded pod never did.
     research = next(used for quota, used in outcome.quotas if quota.namespace == "research")
     assert research["requests.nvidia.com/gpu"] == 16
     assert outcome.ok
+
+
+def test_preemption_wording_follows_the_version(multi_tenant: Blueprint) -> None:
+    from gpustack.simulate.messages import KubeVersion
+    from gpustack.snapshot import read_snapshot
+
+    loaded = read_snapshot(str(CLUSTER / "cluster.yaml"))
+    simulation = simulate(multi_tenant, None, version=KubeVersion.parse("1.35"), snapshot=loaded)
+    ((_, _, message),) = simulation.outcome.nominated
+    assert message == (
+        "0/9 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu, 2 node(s) didn't "
+        "match Pod's node affinity/selector, 4 node(s) had untolerated taint(s)."
+    )
 
 
 def test_snapshot_nodes_cordons_pod_limits_and_preemption_policy(multi_tenant: Blueprint) -> None:
@@ -186,8 +207,8 @@ def test_cli_reports_running_and_preempted_pods(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     assert "14 pod(s) on 9 node(s): 14 placed, 0 pending\n4 pod(s) already running in the cluster\n" in run.stdout
     assert (
-        "Preempted\n  research/batch-1 on a100-b  Preempted\n"
-        "    Preempted by pod research/finetune-1 on node a100-b\n" in run.stdout
+        "  research/batch-1 on a100-b  Preempted\n    Preempted by pod research/finetune-1 on node a100-b\n"
+        in run.stdout
     )
     broken = tmp_path / "cluster.yaml"
     broken.write_text("kind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n  spec: {priority: high}\n")

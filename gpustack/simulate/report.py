@@ -53,6 +53,10 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
             for pod, node, text in outcome.preempted
         ],
+        "nominated": [
+            {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
+            for pod, node, text in outcome.nominated
+        ],
         "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
     }
 

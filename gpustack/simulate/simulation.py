@@ -51,6 +51,8 @@ class Outcome:
     quotas: tuple[tuple[Quota, dict[str, int]], ...]  # every quota with what admitted pods use
     running: tuple[tuple[Pod, int], ...] = ()  # pods already bound in the cluster snapshot, with their nodes
     preempted: tuple[tuple[Pod, int, str], ...] = ()  # victims: (pod, node index, the Preempted event's message)
+    # Preemptors: (pod, node index it was nominated to, its FailedScheduling message before the victims went).
+    nominated: tuple[tuple[Pod, int, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -76,6 +78,7 @@ def simulate(
         cluster.bind(pod, node)
         ledger.charge(pod)
     preempted: list[tuple[Pod, int, str]] = []
+    nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
     admitted: list[Pod] = []
     for pod in demand.pods:
@@ -109,6 +112,7 @@ def simulate(
                 continue
             carry_out(cluster, unit, preemption)
             placed.append((unit, preemption.node))
+            nominated.append((unit, preemption.node, result.message))
             message = preempted_message(unit, cluster.nodes[preemption.node].name)
             for victim in preemption.victims:
                 preempted.append((victim, preemption.node, message))
@@ -133,6 +137,7 @@ def simulate(
         tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
         tuple(running),
         tuple(preempted),
+        tuple(nominated),
     )
 
 
