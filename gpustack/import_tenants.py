@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpustack.names import TENANT_LABEL
+from gpustack.model import PRIORITY_VALUES
+from gpustack.names import TENANT_LABEL, priority_class_name
 from gpustack.quantity import parse_quantity
 from gpustack.snapshot import Snapshot
 
@@ -79,8 +80,20 @@ def infer_tenants(
                 left -= take
         if not quota:
             continue
-        guesses.append("priority: not recorded on the cluster's namespaces; normal")
-        tenants.append(
-            {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": "normal", "quota": quota}
-        )
+        priority = _priority(snapshot, namespaces)
+        if priority is None:
+            guesses.append("priority: no pod in its namespaces runs at one gpustack PriorityClass; normal")
+        tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
+        tenants.append({**tenant, "quota": quota})
     return tenants, notes
+
+
+def _priority(snapshot: Snapshot, namespaces: list[str]) -> str | None:
+    """The tenant's level where its pods all run at one gpustack-<level> PriorityClass (as gpustack compiles them)."""
+    prefix = priority_class_name("")
+    levels = {
+        pod.priority_class.removeprefix(prefix)
+        for pod in snapshot.pods
+        if pod.namespace in namespaces and pod.priority_class is not None and pod.priority_class.startswith(prefix)
+    }
+    return levels.pop() if len(levels) == 1 and levels <= set(PRIORITY_VALUES) else None

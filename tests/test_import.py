@@ -64,7 +64,7 @@ def test_tenants_from_namespaces_with_gpu_quotas() -> None:
             "name": "payments",
             "namespaces": ["payments"],
             "pools": ["h100-sxm5-80gb-mig"],
-            "priority": "normal",
+            "priority": "critical",  # its pods run at gpustack-critical
             "quota": {"h100-sxm5-80gb-mig": {"mig-1g.10gb": 28}},
         },
         {
@@ -105,7 +105,7 @@ def test_written_blueprint_validates_and_marks_guesses() -> None:
     assert import_snapshot(read_snapshot(str(CASES / "mixed-cluster.yaml")), "mixed").text == result.text
 
 
-@pytest.mark.parametrize("name", ["multi-tenant.yaml", "quickstart.yaml", "seed-article.yaml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in BLUEPRINTS.glob("*.yaml")))
 def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
     """blueprint -> compiled nodes (+ GFD's labels) -> import -> compile: each node gets the same labels and taints."""
     original = validate_path(BLUEPRINTS / name)
