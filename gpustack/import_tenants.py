@@ -51,6 +51,12 @@ def infer_tenants(
     notes: dict[str, list[str]] = {}
     for name, namespaces in grouped.items():
         guesses = notes.setdefault(name, [])
+        if len(namespaces) > 1:
+            # Whoever may label a namespace may claim a tenant this way: the grouping is a guess, never a fact.
+            guesses.append(
+                f"namespaces: grouped by their {TENANT_LABEL} label; check that each belongs to this tenant, "
+                "which gets them its pools and quota"
+            )
         hard: dict[str, int] = {}
         for namespace in namespaces:
             for resource, amount in per_namespace[namespace].items():

@@ -421,11 +421,16 @@ def _diagnostic(code: str, message: str, snapshot: Snapshot, path: Any, hint: st
     return Diagnostic(code, Severity.WARNING, message, snapshot.span(tuple(path)), tuple(path), hint)
 
 
+def _one_line(text: str) -> str:
+    """Comment text from the snapshot, kept on its line: a line break in a label value must not start YAML."""
+    return "".join(char if char.isprintable() else "?" for char in text)
+
+
 def _render(
     data: dict[str, Any], notes: Mapping[tuple[str, str], list[str]], header: list[str], left_out: list[_Pool]
 ) -> str:
     """The blueprint as YAML, with each pool's and tenant's guesses as comments above its `- name:` line."""
-    lines: list[str] = list(header)
+    lines: list[str] = [_one_line(text) for text in header]
     section = ""
     for line in dump_yaml(data).splitlines():
         stripped = line.strip()
@@ -434,7 +439,7 @@ def _render(
         if stripped.startswith("- name: "):
             name = stripped.removeprefix("- name: ").strip("'\"")
             indent = line[: len(line) - len(line.lstrip())]
-            lines += [f"{indent}# guessed: {note}" for note in notes.get((section, name), [])]
+            lines += [f"{indent}# guessed: {_one_line(note)}" for note in notes.get((section, name), [])]
         lines.append(line)
     for pool in left_out:
         lines += ["", f"# pool '{pool.name}' left out (see the import warnings); uncomment once fixed:"]

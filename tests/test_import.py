@@ -221,3 +221,20 @@ def test_cli_reports_an_unwritable_output(tmp_path: Path) -> None:
         "directory" in run.stderr
     )
     assert not out.parent.exists()
+
+
+def test_hostile_label_values_stay_inside_comments() -> None:
+    """A value that reaches a comment (here the MIG config name) cannot break out of it into the blueprint."""
+    hostile = UNEVEN_MIG.replace(
+        "nvidia.com/mig.config: half-and-half", 'nvidia.com/mig.config: "x\\nspec: {}\\u2028y"'
+    )
+    hostile = hostile.replace('nvidia.com/mig-1g.10gb.count: "28"', 'nvidia.com/mig-1g.10gb.count: "56"')
+    hostile = hostile.replace('nvidia.com/mig-3g.40gb.count: "8"', 'nvidia.com/mig-3g.40gb.count: "16"')
+    result = import_snapshot(parse_snapshot(hostile, "cluster\nspec: {}.yaml"), "hostile")
+    comments = [line for line in result.text.splitlines() if line.lstrip().startswith("#")]
+    assert (
+        "  # guessed: MIG layout: the same on every GPU, from the node's MIG device counts divided by its 8 GPUs "
+        "(the mig-parted config 'x?spec: {}?y' was not in the snapshot)" in comments
+    )
+    assert result.text.splitlines()[0].startswith("# Imported by `gpustack import` from cluster?spec: {}.yaml: ")
+    assert parse_document(result.text, "x").data == result.data
