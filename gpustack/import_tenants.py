@@ -30,9 +30,13 @@ def _is_tenant_namespace(name: str) -> bool:
 
 
 def infer_tenants(
-    snapshot: Snapshot, advertised: dict[str, dict[str, int]]
+    snapshot: Snapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one."""
+    """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one.
+
+    Where several pools advertise a quota's resource, the pools the tenant's pods run on are preferred: a quota
+    split onto a pool the tenant never used would grant it that pool.
+    """
     labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
     per_namespace: dict[str, dict[str, int]] = {}
     for quota in snapshot.quotas:
@@ -68,6 +72,8 @@ def infer_tenants(
         quota: dict[str, dict[str, int]] = {}
         for resource, amount in sorted(hard.items()):
             holders = [p for p in advertised if resource in advertised[p]]
+            used = [p for p in holders if p in _pools_in_use(snapshot, namespaces, pool_nodes)]
+            holders = used or holders
             if not holders:
                 guesses.append(f"quota {resource}: no pool advertises it; left out")
                 continue
@@ -82,6 +88,8 @@ def infer_tenants(
                         f"capped at {advertised[pool][resource]}"
                     )
                     take = advertised[pool][resource]
+                if take == 0 and index > 0:  # the pools before took it all: no grant on this one
+                    continue
                 quota.setdefault(pool, {})[resource.removeprefix("nvidia.com/")] = take
                 left -= take
         if not quota:
@@ -92,6 +100,11 @@ def infer_tenants(
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
         tenants.append({**tenant, "quota": quota})
     return tenants, notes
+
+
+def _pools_in_use(snapshot: Snapshot, namespaces: list[str], pool_nodes: dict[str, set[str]]) -> set[str]:
+    nodes = {pod.node_name for pod in snapshot.pods if pod.namespace in namespaces and pod.holds_resources}
+    return {pool for pool, members in pool_nodes.items() if members & nodes}
 
 
 def _priority(snapshot: Snapshot, namespaces: list[str]) -> str | None:

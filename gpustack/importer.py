@@ -347,7 +347,8 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     _name_pools(pools)
     diagnostics = [d for pool in pools for d in _pool_diagnostics(pool, snapshot, catalog)]
     known = [p for p in pools if not p.unknown and (p.sharing is None or "unreadable-mig" not in p.sharing)]
-    tenants, tenant_notes = infer_tenants(snapshot, {p.name: p.advertised() for p in known})
+    advertised = {p.name: p.advertised() for p in known}
+    tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
     version, version_guess = _kubernetes_version(snapshot)
     spec: dict[str, Any] = {"kubernetes": {"version": version}, "nodePools": [_pool_data(p) for p in known]}
     if tenants:

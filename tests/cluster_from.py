@@ -72,6 +72,8 @@ def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
     for manifest in plan.objects:
         if manifest.kind == "ConfigMap" and manifest.family == "mig":
             items.append(_config_map(manifest.name, manifest.obj["data"]))
+        if manifest.kind in ("Namespace", "ResourceQuota"):
+            items.append(manifest.obj)
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 

@@ -120,9 +120,14 @@ def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
         taints = {m.name: m.obj["spec"]["taints"] for m in plan.by_family("node-taints")}
         return {m.name: (m.obj["metadata"]["labels"], taints.get(m.name, [])) for m in plan.by_family("nodes")}
 
-    before = nodes(compile_blueprint(original.blueprint))
-    after = nodes(compile_blueprint(build_blueprint(result.data)))
-    assert after == before
+    def quotas(plan) -> dict[str, dict]:
+        return {m.namespace: m.obj["spec"]["hard"] for m in plan.objects if m.kind == "ResourceQuota"}
+
+    before, after = compile_blueprint(original.blueprint), compile_blueprint(build_blueprint(result.data))
+    assert nodes(after) == nodes(before)
+    assert quotas(after) == quotas(before)
+    tenants = {t.name: t.namespaces for t in original.blueprint.tenants}
+    assert {t["name"]: tuple(t["namespaces"]) for t in result.data["spec"].get("tenants", [])} == tenants
 
 
 def test_cli_writes_the_blueprint_and_reports_warnings(tmp_path: Path) -> None:
@@ -238,3 +243,32 @@ def test_hostile_label_values_stay_inside_comments() -> None:
     )
     assert result.text.splitlines()[0].startswith("# Imported by `gpustack import` from cluster?spec: {}.yaml: ")
     assert parse_document(result.text, "x").data == result.data
+
+
+def test_a_shared_resource_name_goes_to_the_pools_the_tenant_uses() -> None:
+    """payments' requests.nvidia.com/gpu could be the A100s' or the time-sliced L4s' (both advertise nvidia.com/gpu);
+    without pods it is split in pool order (a guess, commented), with a payments pod on an L4 it goes there."""
+    from cluster_from import snapshot_data
+
+    from gpustack.yamlout import dump_yaml
+
+    original = validate_path(BLUEPRINTS / "multi-tenant.yaml").blueprint
+    assert original is not None
+    data = snapshot_data(original)
+    blind = import_snapshot(parse_snapshot(dump_yaml(data), "cluster.yaml"), "blind")
+    payments = next(t for t in blind.data["spec"]["tenants"] if t["name"] == "payments")
+    assert payments["pools"] == ["a100-40-training", "h100-mig"]
+    assert "  # guessed: quota nvidia.com/gpu: several pools advertise it; split over a100-40-training, l4-shared" in (
+        blind.text.splitlines()
+    )
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "scorer", "namespace": "payments"},
+        "spec": {"nodeName": "l4-a", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
+    data["items"].append(pod)
+    seen = import_snapshot(parse_snapshot(dump_yaml(data), "cluster.yaml"), "seen")
+    payments = next(t for t in seen.data["spec"]["tenants"] if t["name"] == "payments")
+    assert payments["pools"] == ["h100-mig", "l4-shared"]  # as the blueprint it came from says
+    assert payments["quota"]["l4-shared"] == {"gpu": 8}
