@@ -128,7 +128,9 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
     topology = data.get("topology")
     return NodePool(
         name=data["name"],
-        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu")),
+        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu"))
+        if "gpu" in data
+        else None,
         nodes=tuple(data["nodes"]),
         labels=_pairs(data.get("labels")),
         taints=tuple(
@@ -145,6 +147,8 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
         path=path,
+        max_pods=data.get("maxPods"),
+        cordoned=tuple(data.get("cordoned", ())),
     )
 
 

@@ -148,7 +148,7 @@ def pool_capacity(context: Context, pool: NodePool) -> PoolCapacity:
         pool.name,
         model.key if model else None,
         nodes,
-        pool.gpu.count,
+        pool.gpus_per_node,
         str(pool.sharing.strategy),
         _sharing_setting(pool),
         units,

@@ -15,6 +15,11 @@ CODES: dict[str, str] = {
     "GS009": "a mapping key that is not a string",
     "GS010": "nested deeper than the depth cap",
     "GS011": "empty document",
+    # cluster snapshots (gpustack.snapshot, gpustack.importer)
+    "GS020": "a cluster snapshot object is malformed",
+    "GS021": "a node's GPU product is not in the catalog",
+    "GS022": "a GPU node without a nvidia.com/gpu.product label",
+    "GS023": "a node's MIG layout cannot be read from the snapshot",
     # shape (gpustack.schema)
     "GS101": "unknown field",
     "GS102": "missing required field",
@@ -31,12 +36,14 @@ CODES: dict[str, str] = {
     "GS204": "a reference to a pool that does not exist",
     "GS205": "a reference to a tenant (or tenant namespace) that does not exist",
     "GS206": "a tenant claims a system namespace",
+    "GS207": "a cordoned node that is not one of its pool's nodes",
     # hardware (gpustack.checks.hardware)
     "GS301": "unknown GPU model",
     "GS302": "MIG on a GPU model without MIG",
     "GS303": "a MIG layout the GPU cannot make",
     "GS304": "single MIG strategy with more than one profile",
     "GS305": "MIG groups that do not cover each GPU exactly once",
+    "GS306": "GPU sharing on a CPU-only pool",
     # sharing (gpustack.checks.sharing)
     "GS401": "MPS combined with MIG",
     "GS402": "time-slicing or MPS with fewer than 2 replicas",
@@ -334,5 +341,35 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "than the quota the old blueprint guaranteed it.",
         "Lower `--max-unavailable`, lower the tenant's quota first, or pass `--allow-capacity-drop` if the dip is "
         "accepted.",
+    ),
+    "GS020": (
+        "An object in the cluster snapshot given to `import`, `drift` or `simulate --cluster` does not have the shape "
+        "`kubectl get ... -o yaml` prints: a field of the wrong type, a missing name, a list where a mapping belongs.",
+        "Pass the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
+    ),
+    "GS021": (
+        "A node's `nvidia.com/gpu.product` label names a GPU the catalog does not know; `import` keeps its pool, "
+        "commented out, instead of dropping it.",
+        "Check `gpustack models TEXT` for the product, then uncomment the pool with a catalog key as `gpu.model`.",
+    ),
+    "GS022": (
+        "A node advertises NVIDIA GPUs but carries no `nvidia.com/gpu.product` label, so `import` cannot tell the "
+        "model (GPU Feature Discovery is not running there, or NFD dropped the label).",
+        "Run GPU Feature Discovery (the GPU Operator does) and snapshot again, or write the pool's `gpu.model` by "
+        "hand.",
+    ),
+    "GS023": (
+        "A MIG node's GFD counts do not make the same layout on every GPU, and the snapshot has no mig-parted "
+        "ConfigMap that says which GPU holds what, so `import` leaves the pool out.",
+        "Include the MIG manager's ConfigMap in the snapshot (`kubectl get cm -n gpu-operator -o yaml`), or write "
+        "the pool's `mig.groups` by hand.",
+    ),
+    "GS207": (
+        "A pool's `cordoned` list names a node that is not in the pool's `nodes`.",
+        "List only the pool's own nodes under `cordoned` (check the spelling).",
+    ),
+    "GS306": (
+        "A pool without `gpu` (a CPU-only pool) sets a GPU sharing strategy.",
+        "Remove `sharing` from the CPU-only pool, or give it a `gpu` block.",
     ),
 }

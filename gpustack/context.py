@@ -63,7 +63,10 @@ class Context:
 
     @cached_property
     def models(self) -> dict[str, GpuModel | None]:
-        return {pool.name: self.catalog.resolve(pool.gpu.model) for pool in self.blueprint.pools}
+        return {
+            pool.name: self.catalog.resolve(pool.gpu.model) if pool.gpu is not None else None
+            for pool in self.blueprint.pools
+        }
 
     @cached_property
     def offers(self) -> dict[str, tuple[Offer, ...]]:

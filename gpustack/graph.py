@@ -98,7 +98,7 @@ def _nodes_line(pool: NodePool) -> str:
 
 
 def _pool_node(pool: NodePool) -> GraphNode:
-    gpu = f"{pool.gpu.count} x {pool.gpu.model} per node"
+    gpu = f"{pool.gpu.count} x {pool.gpu.model} per node" if pool.gpu is not None else "CPU only"
     lines = [pool.name, gpu, _nodes_line(pool), _sharing_line(pool)]
     if pool.taints:  # what keeps other pods off (and NoExecute: what evicts them) belongs in the picture
         lines.append("taints: " + ", ".join(taint_text(t) for t in pool.taints))

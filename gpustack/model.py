@@ -219,7 +219,7 @@ class NodeResources:
 @dataclass(frozen=True)
 class NodePool:
     name: str
-    gpu: GpuRef
+    gpu: GpuRef | None  # None: a CPU-only pool
     nodes: tuple[str, ...]
     labels: tuple[tuple[str, str], ...]
     taints: tuple[Taint, ...]
@@ -229,6 +229,12 @@ class NodePool:
     node_resources: NodeResources | None
     description: str | None
     path: JsonPath
+    max_pods: int | None = None  # the kubelet's maxPods (None: its default)
+    cordoned: tuple[str, ...] = ()  # nodes with spec.unschedulable, for simulate
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpu.count if self.gpu is not None else 0
 
 
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount

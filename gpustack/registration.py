@@ -227,7 +227,10 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
         pools.append(
             {
                 "name": pool.name,
-                "gpu": {"model": model.key if model is not None else pool.gpu.model, "perNode": pool.gpu.count},
+                "gpu": {
+                    "model": model.key if model is not None else pool.gpu.model if pool.gpu is not None else None,
+                    "perNode": pool.gpus_per_node,
+                },
                 "sharing": str(pool.sharing.strategy),
                 "nodes": list(pool.nodes),
                 "resources": [

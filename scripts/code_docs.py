@@ -7,6 +7,7 @@ codes.py or a message; tests/test_code_docs.py fails while a page is stale.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -17,7 +18,7 @@ sys.path.insert(0, str(REPO))
 
 from gpustack.codes import CODES, DOCS_FOLDER, EXPLANATIONS, docs_page  # noqa: E402
 from gpustack.compile import compile_blueprint  # noqa: E402
-from gpustack.diagnostic import Diagnostic, DiagnosticError  # noqa: E402
+from gpustack.diagnostic import Diagnostic, DiagnosticError, Span  # noqa: E402
 from gpustack.load import MAX_BYTES  # noqa: E402
 from gpustack.report import format_diagnostic  # noqa: E402
 from gpustack.validation import Validation, validate_path, validate_text  # noqa: E402
@@ -27,6 +28,10 @@ from gpustack.write import write_directory  # noqa: E402
 EXAMPLE_FOLDERS = ("tests/cases/invalid", "tests/cases/schema", "tests/cases/load", "tests/cases/admission/blueprints")
 STAGES = {
     "0": ("loading the YAML", "gpustack/load.py"),
+    "02": (
+        "reading a cluster snapshot (`import`, `drift`, `simulate --cluster`)",
+        "gpustack/snapshot.py, gpustack/importer.py",
+    ),
     "1": ("the blueprint's shape (JSON Schema)", "gpustack/schema.py, gpustack/data/blueprint.schema.json"),
     "2": ("names and references", "gpustack/checks/references.py"),
     "3": ("hardware", "gpustack/checks/hardware.py"),
@@ -85,6 +90,31 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
             text = _shown(error.diagnostics[0], {}).replace(folder, "out")
             yield "GS901", "", "compile blueprints/quickstart.yaml -d out", text
     yield from _rollout_example()
+    yield from _import_examples()
+
+
+def _import_examples() -> Iterator[tuple[str, str, str, str]]:
+    """GS020-GS023 come from `gpustack import SNAPSHOT`, on the snapshots under tests/cases/import."""
+    from gpustack.importer import import_snapshot
+    from gpustack.snapshot import read_snapshot
+
+    for case in sorted((REPO / "tests" / "cases" / "import").rglob("*.yaml")):
+        file = case.relative_to(REPO).as_posix()
+        try:
+            snapshot = read_snapshot(str(case))
+        except DiagnosticError as error:
+            diagnostics, lines = error.diagnostics, {file: case.read_text(encoding="utf-8").splitlines()}
+        else:
+            diagnostics = import_snapshot(snapshot, case.stem).diagnostics
+            lines = {file: snapshot.document.text.splitlines()} if snapshot.document is not None else {}
+        for diagnostic in diagnostics:
+            shown = _shown(dataclasses.replace(diagnostic, span=_relative_span(diagnostic)), lines)
+            yield diagnostic.code, "", f"import {file}", shown
+
+
+def _relative_span(diagnostic: Diagnostic) -> Span | None:
+    span = diagnostic.span
+    return span if span is None else dataclasses.replace(span, file=_relative(span.file))
 
 
 def _rollout_example() -> Iterator[tuple[str, str, str, str]]:

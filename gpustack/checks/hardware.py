@@ -16,6 +16,15 @@ def _layout_text(layout: dict[str, int]) -> str:
 
 def check_models(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
+        if pool.gpu is None:
+            if pool.sharing.strategy is not SharingStrategy.NONE:
+                yield ctx.error(
+                    "GS306",
+                    (*pool.sharing.path, "strategy"),
+                    f"pool '{pool.name}' has no gpu but shares GPUs ({pool.sharing.strategy}); expected strategy none",
+                    "give the pool its gpu (model and count), or drop sharing: a CPU-only pool has nothing to share",
+                )
+            continue
         if ctx.models[pool.name] is None:
             suggestions = ctx.catalog.suggest(pool.gpu.model)
             hint = f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""

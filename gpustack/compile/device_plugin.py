@@ -49,7 +49,11 @@ class NamedConfig:
 
 def served_pools(ctx: Context) -> list[NodePool]:
     """Pools the NVIDIA plugin runs on: every pool but HAMi's, whose own device plugin owns the GPUs there."""
-    return [pool for pool in ctx.blueprint.pools if pool.sharing.strategy is not SharingStrategy.HAMI]
+    return [
+        pool
+        for pool in ctx.blueprint.pools
+        if pool.gpu is not None and pool.sharing.strategy is not SharingStrategy.HAMI  # CPU-only pools: no plugin
+    ]
 
 
 def build_config(flags: DevicePluginFlags, pool: NodePool | None) -> Object:

@@ -45,7 +45,7 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     if pool.sharing.strategy is SharingStrategy.HAMI:
         # What HAMi's device plugin selects its nodes by (hami.py); the NVIDIA plugin stays off these nodes.
         labels.update(HAMI_NODE_LABELS)
-    else:
+    elif pool.gpu is not None:  # a CPU-only pool has no device plugin to configure
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_key(ctx, pool)
     mig = mig_config_label(ctx, pool)
     if mig is not None:

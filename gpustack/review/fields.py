@@ -82,8 +82,9 @@ def _sharing(fields: Fields, sharing: Sharing) -> None:
 def pool_fields(pool: NodePool) -> Fields:
     fields: Fields = {}
     _put(fields, "description", pool.description)
-    _put(fields, "gpu.model", pool.gpu.model)
-    _put(fields, "gpu.count", pool.gpu.count)
+    if pool.gpu is not None:
+        _put(fields, "gpu.model", pool.gpu.model)
+        _put(fields, "gpu.count", pool.gpu.count)
     _put(fields, "nodes", pool.nodes)
     for key, value in pool.labels:
         _put(fields, f"labels.{key}", value)

@@ -71,7 +71,8 @@ class Snapshot:
         if self.context is None or pool not in self.pools:
             return None
         model = self.context.models.get(pool)
-        return model.key if model is not None else self.pools[pool].gpu.model
+        gpu = self.pools[pool].gpu
+        return model.key if model is not None else gpu.model if gpu is not None else None
 
 
 def empty_snapshot(label: str) -> Snapshot:

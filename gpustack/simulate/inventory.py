@@ -56,7 +56,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
     labels = {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/gpu.product": product,
-        "nvidia.com/gpu.count": str(pool.gpu.count),
+        "nvidia.com/gpu.count": str(pool.gpus_per_node),
         # memory_mib lists the values drivers have been seen to write; the first is the catalog's usual one.
         "nvidia.com/gpu.memory": str(model.memory_mib[0]),
         "nvidia.com/gpu.family": model.family,
@@ -98,7 +98,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
 
 def allocatable(pool: NodePool, offers: tuple[Offer, ...]) -> dict[str, int]:
     out = {offer.resource: offer.per_node for offer in offers}
-    out[PODS] = MAX_PODS
+    out[PODS] = pool.max_pods if pool.max_pods is not None else MAX_PODS
     resources = pool.node_resources
     if resources is not None and resources.cpu is not None:
         out[CPU] = amount(CPU, resources.cpu)
@@ -130,7 +130,8 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
             # Without compiled patches (a plan of other families only), the blueprint's own labels and taints.
             labels = {HOSTNAME: name, **base, **labels_of.get(name, own)}
             taints = taints_of.get(name, pool_taints if name not in labels_of else ())
-            nodes.append(Node(name, pool.name, labels, taints, allocatable(pool, offers)))
+            cordoned = name in pool.cordoned
+            nodes.append(Node(name, pool.name, labels, taints, allocatable(pool, offers), unschedulable=cordoned))
     return tuple(nodes)
 
 

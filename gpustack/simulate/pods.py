@@ -89,6 +89,7 @@ class PodShape:
     preferred: tuple[tuple[int, Term], ...] = ()
     priority_class: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER
+    node_name: str | None = None  # spec.nodeName: bound at creation, past the scheduler, admitted by the kubelet
 
     def request(self, resource: str) -> int:
         return dict(self.requests).get(resource, 0)
@@ -131,6 +132,7 @@ def parse_pod_spec(spec: Any) -> PodShape:
         preferred=_preferred(spec),
         priority_class=_optional_string(spec, "priorityClassName"),
         scheduler_name=_optional_string(spec, "schedulerName") or DEFAULT_SCHEDULER,
+        node_name=_optional_string(spec, "nodeName") or None,
     )
 
 

@@ -70,6 +70,24 @@ class QuotaLedger:
                 used[key] = used.get(key, 0) + usage.get(key, 0)
         return None
 
+    def charge(self, pod: Pod) -> None:
+        """Count a pod that already exists (a cluster snapshot's): the API server admitted it long ago."""
+        usage = pod_usage(pod)
+        for quota in self.quotas:
+            if quota.namespace == pod.namespace and quota.applies_to(pod):
+                used = self.used.setdefault((quota.namespace, quota.name), {})
+                for key in quota.hard:
+                    used[key] = used.get(key, 0) + usage.get(key, 0)
+
+    def release(self, pod: Pod) -> None:
+        """Stop counting a pod that ended (Failed or Succeeded): quota tracks only pods that can still run."""
+        usage = pod_usage(pod)
+        for quota in self.quotas:
+            if quota.namespace == pod.namespace and quota.applies_to(pod):
+                used = self.used.get((quota.namespace, quota.name), {})
+                for key in quota.hard:
+                    used[key] = used.get(key, 0) - usage.get(key, 0)
+
     def use(self, quota: Quota) -> dict[str, int]:
         used = self.used.get((quota.namespace, quota.name), {})
         return {key: used.get(key, 0) for key in quota.hard}

@@ -40,6 +40,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             "placed": placed,
             "pending": pending,
             "nodes": len(outcome.cluster.nodes),
+            "running": len(outcome.running),
         },
         "workloads": _workloads(simulation),
         "pools": _pools(simulation),
@@ -49,6 +50,14 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             for spec, message in outcome.gangs
         ],
         "pending": [_pending(simulation, item, locate, stock) for item in outcome.pending],
+        "preempted": [
+            {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
+            for pod, node, text in outcome.preempted
+        ],
+        "nominated": [
+            {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
+            for pod, node, text in outcome.nominated
+        ],
         "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
     }
 

@@ -1,0 +1,90 @@
+"""Test support: the cluster snapshot a blueprint would leave behind once applied and GFD has run.
+
+Node labels and taints come from the compiled Plan (what gpustack writes); the GFD labels and allocatable
+resources are what GPU Feature Discovery and the device plugin write for that setup (see
+../shared/reference/research/nvidia-device-plugin.md §3), so import and drift can be tested against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpustack.catalog import load_catalog
+from gpustack.compile import compile_blueprint
+from gpustack.model import Blueprint, MigStrategy, SharingStrategy
+from gpustack.offers import pool_offers
+from gpustack.yamlout import dump_yaml
+
+
+def gfd_labels(bp: Blueprint, pool_name: str) -> dict[str, str]:
+    pool = bp.pool(pool_name)
+    assert pool is not None
+    model = load_catalog().resolve(pool.gpu.model)
+    assert model is not None
+    labels = {"nvidia.com/gpu.product": model.product_label, "nvidia.com/gpu.count": str(pool.gpu.count)}
+    sharing = pool.sharing
+    if sharing.replication is not None:
+        labels["nvidia.com/gpu.replicas"] = str(sharing.replication.replicas)
+        labels["nvidia.com/gpu.sharing-strategy"] = str(sharing.strategy)
+        if not sharing.replication.rename_by_default:
+            labels["nvidia.com/gpu.product"] += "-SHARED"
+    if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
+        labels["nvidia.com/mig.strategy"] = str(sharing.mig.strategy)
+        labels["nvidia.com/mig.config.state"] = "success"
+        totals: dict[str, int] = {}
+        for group in sharing.mig.groups:
+            devices = len(group.devices) if group.devices is not None else pool.gpu.count
+            for profile, count in group.instances.items():
+                totals[profile] = totals.get(profile, 0) + count * devices
+        if sharing.mig.strategy is MigStrategy.SINGLE:
+            ((profile, total),) = totals.items()
+            labels["nvidia.com/gpu.product"] += f"-MIG-{profile}"
+            labels["nvidia.com/gpu.count"] = str(total)
+        else:
+            labels.update({f"nvidia.com/mig-{p}.count": str(n) for p, n in totals.items()})
+    return labels
+
+
+def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
+    """A `v1 List` of the blueprint's nodes, labelled and tainted as compiled, plus the plugin and MIG ConfigMaps."""
+    plan = compile_blueprint(bp)
+    items: list[dict[str, Any]] = []
+    taints = {m.obj["metadata"]["name"]: m.obj["spec"]["taints"] for m in plan.by_family("node-taints")}
+    for manifest in plan.by_family("nodes"):
+        name = manifest.obj["metadata"]["name"]
+        pool = next(p for p in bp.pools if name in p.nodes)
+        model = load_catalog().resolve(pool.gpu.model)
+        allocatable = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+        for offer in pool_offers(pool, model):
+            allocatable[offer.resource] = str(offer.per_node)
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {**manifest.obj["metadata"]["labels"], **gfd_labels(bp, pool.name)}},
+            "status": {"allocatable": allocatable, "nodeInfo": {"kubeletVersion": version}},
+        }
+        if name in taints:
+            node["spec"] = {"taints": taints[name]}
+        items.append(node)
+    for release in plan.releases:
+        if release.name == "nvidia-device-plugin":
+            items.append(_config_map("nvidia-device-plugin-configs", release.values["config"]["map"]))
+    for manifest in plan.objects:
+        if manifest.kind == "ConfigMap" and manifest.family == "mig":
+            items.append(_config_map(manifest.name, manifest.obj["data"]))
+        if manifest.kind in ("Namespace", "ResourceQuota"):
+            items.append(manifest.obj)
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _config_map(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "gpu-operator"},
+        "data": data,
+    }
+
+
+def snapshot_text(bp: Blueprint) -> str:
+    return dump_yaml(snapshot_data(bp))
