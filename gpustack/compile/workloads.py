@@ -15,6 +15,7 @@ from typing import Any
 from gpustack.compile.templates import check_rendered, render_workload_template, template_variables
 from gpustack.compile.volcano import queue_name
 from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
@@ -51,6 +52,7 @@ SHM_VOLUME = "dshm"
 
 def compile_workloads(ctx: Context) -> FamilyOutput:
     output = FamilyOutput()
+    built: list[tuple[Workload, str, list[Object]]] = []
     for workload in ctx.blueprint.workloads:
         requests = ctx.requests.get(workload.name)
         pool = ctx.pools.get(workload.pool)
@@ -58,21 +60,47 @@ def compile_workloads(ctx: Context) -> FamilyOutput:
             continue  # validation already explained why this workload cannot be placed
         tenant = ctx.tenants.get(workload.tenant)
         file = f"workloads/{workload.tenant}/{workload.name}.yaml"
-        objects = workload_objects(ctx, workload, pool, tenant, requests)
+        built.append((workload, file, workload_objects(ctx, workload, pool, tenant, requests)))
+    # A rendered object may not take the identity of one gpustack generates or another template renders: kustomize
+    # refuses the whole output over one duplicate, and the later object would silently replace the earlier.
+    taken = {identity(obj): None for _, _, objects in built for obj in objects[:-1]}
+    taken.update({identity(objects[-1]): None for workload, _, objects in built if workload.template is None})
+    for workload, file, objects in built:
         if workload.template is not None:
             main = objects[-1]
-            variables = template_variables(ctx, workload, requests, main)
+            variables = template_variables(ctx, workload, ctx.requests[workload.name], main)
             rendered = render_workload_template(ctx, workload, variables)
             if not isinstance(rendered, dict):
                 output.diagnostics.append(rendered)
                 continue
             violations = check_rendered(ctx, workload, rendered)
+            if not violations and identity(rendered) in taken:
+                violations = [duplicate_identity(ctx, workload, rendered)]
             if violations:
                 output.diagnostics.extend(violations)
                 continue
+            taken[identity(rendered)] = None
             objects[-1] = rendered
         output.objects.extend(Manifest(FAMILY, file, obj) for obj in objects)
     return output
+
+
+def identity(obj: Object) -> tuple[str, str, str, str]:
+    """(API group, kind, namespace, name): what kustomize and the API server tell objects apart by."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    metadata = obj.get("metadata", {})
+    return (group, str(obj.get("kind")), str(metadata.get("namespace", "")), str(metadata.get("name")))
+
+
+def duplicate_identity(ctx: Context, workload: Workload, obj: Object) -> Diagnostic:
+    _, kind, namespace, name = identity(obj)
+    return ctx.error(
+        "GS606",
+        (*workload.path, "template"),
+        f"workload '{workload.name}': template {workload.template} renders {kind} '{name}' in namespace "
+        f"'{namespace}', which another object of the output already is: one would replace the other",
+        "give the rendered object a name of its own (gpustack names a workload's objects after the workload)",
+    )
 
 
 def workload_objects(
