@@ -242,3 +242,13 @@ def test_two_templates_may_not_render_the_same_object(tmp_path: Path) -> None:
     result = CliRunner().invoke(group, ["validate", str(path)])
     assert result.exit_code == 1 and result.output.count("error[GS606]") == 1
     assert "ConfigMap 'shared' in namespace 'ml'" in result.output
+
+
+def test_diff_refuses_a_cluster_admin_template_instead_of_flagging_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    before = write_case(tmp_path / "a", "{{ manifest | toyaml }}\n")
+    after = write_case(tmp_path / "b", CLUSTER_ADMIN)
+    result = CliRunner().invoke(group, ["diff", str(before), str(after), "--fail-on", "high"])
+    # diff's exit code for a side it cannot review (was: 0, "no risk flagged")
+    assert result.exit_code == 2 and "error[GS606]" in result.output and "nothing to review" in result.output
