@@ -42,6 +42,7 @@ def mig_config_name(pool: str) -> str:
     digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
     return f"{name[: MAX_LABEL_VALUE - len(digest) - 1].rstrip('-')}-{digest}"
 
+
 # Env the NVIDIA container toolkit reads to choose devices: a container that sets it can get GPUs (or MIG control)
 # without a GPU request, outside the device plugin and every quota, wherever the toolkit honours env (H4).
 DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")

@@ -215,7 +215,8 @@ def test_driver_capabilities_need_a_gpu_request(tmp_path: Path) -> None:
 
 
 def test_a_service_with_external_ips_is_refused(tmp_path: Path) -> None:
-    service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {externalIPs: [8.8.8.8], ports: [{port: 53}]}\n"
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+    service += "spec: {externalIPs: [8.8.8.8], ports: [{port: 53}]}\n"
     assert "externalIPs" in refused(tmp_path, service)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,7 @@ from gpustack.commands.options import output_option
 from gpustack.commands.validate import line_lookup
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, sort_diagnostics
+from gpustack.model import Blueprint
 from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.report import SourceLine, format_json, format_text
 from gpustack.validation import validate_path
@@ -62,7 +64,7 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
                 sys.exit(1)
             click.echo(f"{out} is up to date")
             return
-        files = write_directory(plan, out)
+        files = write_directory(plan, out, inputs=_inputs(result.file, result.blueprint))
     except DiagnosticError as error:
         _report(result.file, list(error.diagnostics), output, lookup)
         sys.exit(1)
@@ -72,6 +74,13 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
         click.echo(
             f"wrote {len(files)} files to {out}: {len(plan.objects)} objects, {len(plan.releases)} Helm release(s)"
         )
+
+
+def _inputs(file: str, blueprint: Blueprint) -> list[Path]:
+    """The files this compile read: an output folder holding one of them is never replaced."""
+    if file == "-":
+        return []
+    return [Path(file), *(Path(file).parent / path for path, _ in blueprint.templates)]
 
 
 def _report(file: str, diagnostics: Sequence[Diagnostic], output: str, lookup: SourceLine) -> None:
