@@ -70,6 +70,7 @@ CODES: dict[str, str] = {
     "GS702": "a NoExecute taint",
     "GS703": "a HAMi pool shared by tenants: its isolation is bypassable",
     "GS704": "pools of different tenants share a taint",
+    "GS705": "a pool granted to a tenant without a NoSchedule or NoExecute taint",
     # cluster (gpustack.checks.cluster)
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",
