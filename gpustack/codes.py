@@ -59,7 +59,7 @@ CODES: dict[str, str] = {
     "GS511": "a Kueue lending limit above the tenant's nominal quota",
     # workloads (gpustack.checks.workloads, gpustack.compile.workloads)
     "GS601": "a GPU need the workload's pool cannot meet",
-    "GS602": "CUDA_VISIBLE_DEVICES set by hand",
+    "GS602": "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
     "GS603": "more than one shared GPU per pod where the pool forbids it",
     "GS604": "a VolcanoJob for a tenant that does not use Volcano",
     "GS605": "a workload template file cannot be read",

@@ -148,7 +148,9 @@ def test_pools_sharing_a_resource_name_get_the_sum() -> None:
 def test_a_tenant_without_quota_gets_only_zeros_on_other_pools_resources() -> None:
     hard = find(compiled(), "ResourceQuota", QUOTA_NAME, "sandbox")["spec"]["hard"]
     assert hard == {"requests.nvidia.com/gpu.shared": "0", "requests.nvidia.com/mig-3g.40gb": "0"}
-    alone = blueprint([{"name": "v", "namespaces": ["v"], "pools": ["h100", "hami", "a100-mig", "l4-small", "l4-shared"]}])
+    alone = blueprint(
+        [{"name": "v", "namespaces": ["v"], "pools": ["h100", "hami", "a100-mig", "l4-small", "l4-shared"]}]
+    )
     assert not [m for m in compiled(alone).objects if m.kind == "ResourceQuota"]
 
 

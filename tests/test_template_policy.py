@@ -253,3 +253,14 @@ def test_diff_refuses_a_cluster_admin_template_instead_of_flagging_nothing(tmp_p
     result = CliRunner().invoke(group, ["diff", str(before), str(after), "--fail-on", "high"])
     # diff's exit code for a side it cannot review (was: 0, "no risk flagged")
     assert result.exit_code == 2 and "error[GS606]" in result.output and "nothing to review" in result.output
+
+
+@pytest.mark.parametrize(
+    "variable", ["NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"]
+)
+def test_device_env_in_the_blueprint_is_gs602(tmp_path: Path, variable: str) -> None:
+    blueprint = BASE.replace("      template: templates/t.j2\n", f"      env: {{{variable}: all}}\n")
+    path = write_case(tmp_path, "", blueprint)
+    result = CliRunner().invoke(group, ["validate", str(path)])
+    assert result.exit_code == 1 and "bp.yaml:25:" in result.output and "error[GS602]" in result.output
+    assert variable in result.output
