@@ -11,16 +11,21 @@ blueprint (`Blueprint.templates`), so compile stays pure.
 from __future__ import annotations
 
 import copy
+import os
+import resource
+import signal
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from jinja2 import FunctionLoader, StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError
+from jinja2 import FunctionLoader, StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError
-from gpustack.load import parse_document
+from gpustack.load import MAX_BYTES, parse_document
 from gpustack.model import PRIORITY_VALUES, Scheduler, SharingStrategy, Workload
 from gpustack.names import (
     DEVICE_ENV,
@@ -166,7 +171,9 @@ def render_workload_template(ctx: Context, workload: Workload, variables: dict[s
             "the path is relative to the blueprint file; check that it exists and is readable",
         )
     try:
-        rendered = _environment(path, text).get_template(path).render(**variables)
+        rendered = render_bounded(ctx, lambda: _environment(path, text).get_template(path), variables)
+    except RenderLimitError as error:
+        return fail(f"{path}: {error}", "a template renders one object: no long loops, no huge strings")
     except Exception as error:  # template code can raise anything (1/0, bad filter args): report, never crash
         line = _template_line(error, path)
         at = f"{path}:{line}" if line is not None else path
@@ -624,3 +631,73 @@ def _runtime_problems(label: str, container: dict[str, Any], *, gpu_pod: bool) -
         if path.rstrip("/") == DEVICE_MOUNT_ROOT or path.startswith(DEVICE_MOUNT_ROOT + "/"):
             problems.append((f"{label} mounts {path}: the toolkit reads mounts there as a device request", hint))
     return problems
+
+
+# --- how long and how large a render may get (M1) --------------------------------------------------------------------
+# The sandbox stops attribute escapes, not `{% for %}` inside `{% for %}` or `'a' * 10**9`: validate renders
+# templates in pre-commit hooks and CI, so a render is bounded in time (a timer), in memory (the address-space limit,
+# raised only by the headroom a render may use) and in output (the blueprint's own size cap). Each is a GS606.
+
+RENDER_SECONDS = 2.0  # one template; any real template renders in milliseconds
+RENDER_SECONDS_PER_BLUEPRINT = 4.0  # every template of one blueprint together
+RENDER_MEMORY = 512 * 1024 * 1024  # address space a render may add
+
+
+class RenderLimitError(Exception):
+    """A render ran past a bound: the message says which."""
+
+
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _spent(ctx: Context) -> list[float]:
+    # Seconds spent rendering for this blueprint: kept beside the Context's cached facts, so the budget is per compile.
+    return ctx.__dict__.setdefault("_template_render_seconds", [0.0])
+
+
+def render_bounded(ctx: Context, load: Callable[[], Template], variables: dict[str, Any]) -> str:
+    """Compile (Jinja folds constants then: `'a' * 10**9` runs here) and render within the bounds."""
+    spent = _spent(ctx)
+    seconds = min(RENDER_SECONDS, RENDER_SECONDS_PER_BLUEPRINT - spent[0])
+    if seconds <= 0:
+        raise RenderLimitError(
+            f"not rendered: this blueprint's templates already took {RENDER_SECONDS_PER_BLUEPRINT:g} s together"
+        )
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    used = _address_space()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    bounded = used is not None and (soft == resource.RLIM_INFINITY or soft > used + RENDER_MEMORY)
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise RenderLimitError(f"rendering took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire) if timed else None
+    start = time.monotonic()
+    try:
+        if bounded:
+            assert used is not None
+            resource.setrlimit(resource.RLIMIT_AS, (used + RENDER_MEMORY, hard))
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+        chunks: list[str] = []
+        size = 0
+        for chunk in load().generate(**variables):
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise RenderLimitError(f"rendered more than {MAX_BYTES // (1024 * 1024)} MiB")
+            chunks.append(chunk)
+        return "".join(chunks)
+    except MemoryError as error:
+        raise RenderLimitError(f"rendering needed more than {RENDER_MEMORY // (1024 * 1024)} MiB") from error
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if bounded:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        spent[0] += time.monotonic() - start

@@ -1,0 +1,115 @@
+"""Hostile inputs from the security review, each run as a user would: a separate `gpustack` process, timed, its
+peak memory measured (resource.getrusage in the process itself). None may take more than 10 s or 1 GB, print a
+traceback or an "internal error"; each is refused with a diagnostic (exit 1) or handled.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+MAX_SECONDS = 10.0
+MAX_BYTES = 1024 * 1024 * 1024
+
+# Runs the CLI in-process and reports its own peak RSS, whatever the exit.
+PROBE = """\
+import json, resource, sys
+from gpustack.cli import main
+code = 0
+try:
+    main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code if isinstance(stop.code, int) else 1
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "rss_kib": peak}))
+"""
+
+BASE = """\
+apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata: {name: tpl}
+spec:
+  kubernetes: {version: "1.31"}
+  nodePools:
+    - name: l4
+      gpu: {model: L4, count: 4}
+      nodes: [gpu-node-1]
+      taints: [{key: gpustack.io/pool, value: l4, effect: NoSchedule}]
+  tenants:
+    - {name: ml, namespaces: [ml], pools: [l4], quota: {l4: {gpu: 4}}}
+  workloads:
+    - name: chat
+      tenant: ml
+      pool: l4
+      kind: Deployment
+      image: vllm/vllm-openai:v0.6.3
+      gpu: {count: 1}
+      template: templates/t.j2
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    seconds: float
+    peak_bytes: int
+    stdout: str
+    stderr: str
+
+
+def probe(*args: str, cwd: Path) -> Outcome:
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+    seconds = time.monotonic() - start
+    head, _, tail = done.stderr.rpartition("\nPROBE ")
+    report = json.loads(tail)
+    return Outcome(report["code"], seconds, report["rss_kib"] * 1024, done.stdout, head)
+
+
+def assert_bounded(outcome: Outcome, code: int = 1) -> None:
+    text = outcome.stdout + outcome.stderr
+    assert "Traceback" not in text and "internal error" not in text, text[-2000:]
+    assert outcome.code == code, text[-2000:]
+    assert outcome.seconds < MAX_SECONDS, outcome.seconds
+    assert outcome.peak_bytes < MAX_BYTES, outcome.peak_bytes
+
+
+TEMPLATES = {
+    "nested-loops": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "string-times": "{{ 'a' * 1000000000 }}",
+    "format-width": "{{ '{:>1000000000}'.format(1) }}",
+    "center": "{{ 'x' | center(1000000000) }}",
+    "doubling": "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+    "endless-output": "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_a_hostile_template_is_bounded_in_time_and_memory(tmp_path: Path, name: str) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.j2").write_text(TEMPLATES[name])
+    (tmp_path / "bp.yaml").write_text(BASE)
+    outcome = probe("validate", "bp.yaml", cwd=tmp_path)
+    assert_bounded(outcome)
+    assert "error[GS606]" in outcome.stdout and "bp.yaml:20:" in outcome.stdout
+
+
+def test_a_blueprint_of_many_hostile_templates_is_bounded_in_total(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.j2").write_text(TEMPLATES["nested-loops"])
+    workloads = "".join(BASE[BASE.index("    - name: chat") :].replace("chat", f"chat{i}") for i in range(8))
+    (tmp_path / "bp.yaml").write_text(BASE[: BASE.index("    - name: chat")] + workloads)
+    assert_bounded(probe("validate", "bp.yaml", cwd=tmp_path))
+
+
+def test_probe_runs_from_the_repository() -> None:
+    assert (REPO / "gpustack").is_dir()
