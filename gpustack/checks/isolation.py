@@ -80,7 +80,12 @@ def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def check_soft_isolation(ctx: Context) -> Iterator[Diagnostic]:
-    """A granted pool that only PreferNoSchedule (or nothing) keeps other pods off is open to every namespace."""
+    """A granted pool that only PreferNoSchedule (or nothing) keeps other pods off is open to every namespace.
+
+    Only where tenants share the cluster: with one tenant there is no other tenant's pod to keep off.
+    """
+    if len(ctx.blueprint.tenants) < 2:
+        return
     for pool in ctx.blueprint.pools:
         users = ctx.tenants_by_pool.get(pool.name, [])
         if not users or any(taint.effect in ("NoSchedule", "NoExecute") for taint in pool.taints):
