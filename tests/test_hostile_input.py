@@ -113,3 +113,45 @@ def test_a_blueprint_of_many_hostile_templates_is_bounded_in_total(tmp_path: Pat
 
 def test_probe_runs_from_the_repository() -> None:
     assert (REPO / "gpustack").is_dir()
+
+
+HEAD = 'apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\nspec: {kubernetes: {version: "1.31"}, '
+
+
+def one_line_pools(count: int) -> str:
+    pools = ",".join('{name: "A_%d", gpu: {model: L4}}' % i for i in range(count))  # 3 errors per pool
+    return HEAD + "nodePools: [" + pools + "]}\n"
+
+
+def one_line_mig_devices(count: int) -> str:
+    devices = ",".join(str(i) for i in range(count))
+    return (
+        HEAD + "nodePools: [{name: a, gpu: {model: A100-SXM4-80GB, count: 8}, nodes: [n], sharing: {strategy: mig, "
+        'mig: {strategy: mixed, groups: [{devices: [' + devices + '], layout: {"7g.80gb": 1}}]}}}]}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pools-174KB", one_line_pools(5000)),
+        ("mig-devices-692KB", one_line_mig_devices(100000)),
+    ],
+)
+def test_many_diagnostics_on_one_long_line_stay_small(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / "bp.yaml").write_text(text)
+    outcome = probe("validate", "bp.yaml", cwd=tmp_path)
+    assert_bounded(outcome)
+    assert len(outcome.stdout) < 200_000  # was 87 MB for 3000 devices
+    assert max(len(line) for line in outcome.stdout.splitlines()) < 1000
+    if name.startswith("pools"):
+        assert "more diagnostic(s) in bp.yaml, not shown" in outcome.stdout
+
+
+def test_terminal_escapes_in_a_blueprint_never_reach_the_terminal(tmp_path: Path) -> None:
+    text = HEAD + 'nodePools: [{name: a, gpu: {model: "L4\\e]52;c;aGk=\\a\\e[2J", count: 1}, nodes: [n]}]}\n'
+    (tmp_path / "bp.yaml").write_text(text)
+    outcome = probe("validate", "bp.yaml", cwd=tmp_path)
+    assert_bounded(outcome)
+    assert "GS301" in outcome.stdout and "\x1b" not in outcome.stdout and "\x07" not in outcome.stdout
+    assert "\\x1b]52;c;aGk=\\x07" in outcome.stdout
