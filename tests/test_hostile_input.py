@@ -115,11 +115,13 @@ def test_probe_runs_from_the_repository() -> None:
     assert (REPO / "gpustack").is_dir()
 
 
-HEAD = 'apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\nspec: {kubernetes: {version: "1.31"}, '
+HEAD = (
+    'apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\nspec: {kubernetes: {version: "1.31"}, '
+)
 
 
 def one_line_pools(count: int) -> str:
-    pools = ",".join('{name: "A_%d", gpu: {model: L4}}' % i for i in range(count))  # 3 errors per pool
+    pools = ",".join(f'{{name: "A_{i}", gpu: {{model: L4}}}}' for i in range(count))  # 3 errors per pool
     return HEAD + "nodePools: [" + pools + "]}\n"
 
 
