@@ -116,7 +116,8 @@ def test_probe_runs_from_the_repository() -> None:
 
 
 HEAD = (
-    'apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\nspec: {kubernetes: {version: "1.31"}, '
+    "apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\n"
+    'spec: {kubernetes: {version: "1.31"}, '
 )
 
 
@@ -129,7 +130,7 @@ def one_line_mig_devices(count: int) -> str:
     devices = ",".join(str(i) for i in range(count))
     return (
         HEAD + "nodePools: [{name: a, gpu: {model: A100-SXM4-80GB, count: 8}, nodes: [n], sharing: {strategy: mig, "
-        'mig: {strategy: mixed, groups: [{devices: [' + devices + '], layout: {"7g.80gb": 1}}]}}}]}\n'
+        "mig: {strategy: mixed, groups: [{devices: [" + devices + '], layout: {"7g.80gb": 1}}]}}}]}\n'
     )
 
 
