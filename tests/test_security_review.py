@@ -54,7 +54,7 @@ def test_search_cannot_take_the_dev_pools_t4s(tmp_path: Path) -> None:
     )
     seed = str(BLUEPRINTS / "seed-article.yaml")
     assert run("validate", "--strict", seed)[0] == 0
-    code, output = run("simulate", seed, "--scenario", write(tmp_path, scenario, "steal.yaml"))
+    _, output = run("simulate", seed, "--scenario", write(tmp_path, scenario, "steal.yaml"))
     assert "steal (search-prod, default-scheduler): 0/16 placed" in output, output
     assert "exceeded quota: gpustack-gpu-quota" in output and "limited: requests.nvidia.com/gpu.shared=0" in output
 
