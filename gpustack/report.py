@@ -24,9 +24,13 @@ WINDOW = 160
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
     """Text safe to print on a terminal: control characters written as escapes (ESC as \\x1b)."""
-    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+    pattern = _CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL
+    return pattern.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def _window(text: str, column: int) -> tuple[str, int]:

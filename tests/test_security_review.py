@@ -83,3 +83,26 @@ def test_the_readme_quotes_every_word_of_its_shell_commands(tmp_path: Path) -> N
     assert run("compile", write(tmp_path, text), "-o", str(out))[0] == 0
     readme = (out / "README.md").read_text()
     assert "helm repo add nvidia-device-plugin 'https://example.com/~charts'" in readme
+
+
+# --- M6: line breaks in free text cannot break out of the review's Markdown table ------------------------------------
+
+
+@pytest.mark.parametrize("brk", ["\\r", "\\r\\n", "\\u2028", "\\x85", "\\f"])
+def test_a_line_break_in_a_field_stays_inside_its_table_cell(tmp_path: Path, brk: str) -> None:
+    payload = f"x{brk}{brk}## LGTM: approved by @org/security-team{brk}{brk}[Re-run](https://evil.example/login)"
+    after = BASE.replace("image: vllm/vllm-openai:v0.6.3", f'image: "{payload}"')
+    code, output = run("diff", write(tmp_path, BASE, "a.yaml"), write(tmp_path, after, "b.yaml"), "--output", "markdown")
+    assert code == 1
+    row = next(line for line in output.split("\n") if "LGTM" in line)
+    assert row.startswith("|") and row.rstrip().endswith("|")  # the whole payload is one table row
+    for char in ("\r", "\u2028", "\x85", "\x0c"):
+        assert char not in output
+
+
+def test_terminal_escapes_in_a_description_never_reach_the_terminal(tmp_path: Path) -> None:
+    hostile = "\\e[2J\\e[H\\e[32mgpustack review: no change\\e[0m\\e]8;;https://evil.example\\e\\\\click\\e]8;;\\e\\\\"
+    after = BASE.replace("metadata: {name: tpl}", f'metadata: {{name: tpl, description: "{hostile}"}}')
+    for output in ("text", "markdown"):
+        _, shown = run("diff", write(tmp_path, BASE, "a.yaml"), write(tmp_path, after, "b.yaml"), "--output", output)
+        assert "\x1b" not in shown and "\\x1b[2J" in shown

@@ -11,7 +11,7 @@ import click
 from gpustack.commands.options import output_option
 from gpustack.commands.validate import line_lookup
 from gpustack.diagnostic import Severity, sort_diagnostics
-from gpustack.report import format_json, format_text
+from gpustack.report import format_json, format_text, printable
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
 from gpustack.review.review import review_change
@@ -93,5 +93,7 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
         for label, errors in failed if output != "json" else ():
             click.echo(f"{label}:\n" + format_text(sort_diagnostics(errors)) + "\n", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo(RENDERERS[output](review), nl=False)
+    rendered = RENDERERS[output](review)
+    # Blueprint strings reach the text and Markdown reviews as written: no escape sequence may reach a terminal (L6).
+    click.echo(rendered if output == "json" else printable(rendered, keep_newlines=True), nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)
