@@ -92,7 +92,8 @@ def test_the_readme_quotes_every_word_of_its_shell_commands(tmp_path: Path) -> N
 def test_a_line_break_in_a_field_stays_inside_its_table_cell(tmp_path: Path, brk: str) -> None:
     payload = f"x{brk}{brk}## LGTM: approved by @org/security-team{brk}{brk}[Re-run](https://evil.example/login)"
     after = BASE.replace("image: vllm/vllm-openai:v0.6.3", f'image: "{payload}"')
-    code, output = run("diff", write(tmp_path, BASE, "a.yaml"), write(tmp_path, after, "b.yaml"), "--output", "markdown")
+    old, new = write(tmp_path, BASE, "a.yaml"), write(tmp_path, after, "b.yaml")
+    code, output = run("diff", old, new, "--output", "markdown")
     assert code == 1
     row = next(line for line in output.split("\n") if "LGTM" in line)
     assert row.startswith("|") and row.rstrip().endswith("|")  # the whole payload is one table row
