@@ -13,6 +13,7 @@ import yaml
 from gpustack.plan import Manifest
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks import RULES, assess_risks
+from gpustack.review.risks.objects import base_absent
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import validate_text
 
@@ -435,9 +436,15 @@ def test_unit_memory_shrinks__silent_when_memory_per_unit_stays_or_grows() -> No
     assert [r for r in found if r.code == "unit-memory-shrinks"] == []
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("rule", [r for r in RULES if r.__name__ != "base_absent"], ids=lambda r: r.__name__)
 def test_rules_accept_an_absent_old_version(rule: Callable[[Snapshot, Snapshot], list[Risk]]) -> None:
     assert rule(empty_snapshot("absent"), snapshot(BASE, "a")) == []
+
+
+def test_base_absent__is_high_when_there_is_nothing_to_compare() -> None:
+    [risk] = base_absent(empty_snapshot("main:bp.yaml (absent)"), snapshot(BASE, "a"))
+    assert risk.severity is Level.HIGH and "main:bp.yaml (absent)" in risk.title
+    assert base_absent(snapshot(BASE, "a"), snapshot(BASE, "b")) == []
 
 
 # object-outside-tenant

@@ -72,6 +72,8 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     """
     if base is not None and len(blueprints) != 1:
         raise click.UsageError("with --base give exactly one BLUEPRINT (the working-tree version)")
+    if base is not None and blueprints[0] == "-":
+        raise click.UsageError("--base reads BLUEPRINT's history from git: give its path, not - (standard input)")
     if base is None and len(blueprints) != 2:
         raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
     try:

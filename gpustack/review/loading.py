@@ -6,9 +6,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.review.revision import Revision, open_revision, template_path
+from gpustack.load import MAX_BYTES
+from gpustack.review.revision import Revision, TooLarge, open_revision, renamed_from, template_path
 from gpustack.review.snapshot import Snapshot, empty_snapshot
-from gpustack.validation import Validation, validate_path, validate_text
+from gpustack.validation import MAX_TEMPLATE_BYTES, Validation, validate_path, validate_text
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,33 @@ def side_at_revision(blueprint: str, name: str) -> Side:
     """
     revision, relative = open_revision(blueprint, name)
     label = f"{name}:{relative}"
-    text = revision.read(relative)
+    base = relative
+    text = _read_capped(revision, base, label)
+    if text is None:
+        # Renamed (git mv) since the base: review against the old name, or a rename would skip the review (M5).
+        old = renamed_from(revision, relative)
+        if old is not None:
+            base, label = old, f"{name}:{old} (renamed to {relative})"
+            text = _read_capped(revision, base, label)
+    if isinstance(text, Validation):
+        return _side(label, text)
     if text is None:
         return Side(empty_snapshot(f"{label} (absent)"), None)
     validation = validate_text(text, label)
     if validation.ok and validation.blueprint is not None:
-        validation = _with_templates(validation, revision, relative)
+        validation = _with_templates(validation, revision, base)
     return _side(label, validation)
+
+
+def _read_capped(revision: Revision, path: str, label: str) -> bytes | Validation | None:
+    """The blueprint's bytes at the revision, or a GS002 result when the blob is over the size cap (L5)."""
+    try:
+        return revision.read(path, limit=MAX_BYTES)
+    except TooLarge as error:
+        problem = Diagnostic(
+            "GS002", Severity.ERROR, f"{label}: {error}", None, (), "a blueprint is a few kilobytes; check the revision"
+        )
+        return Validation(label, None, None, (problem,))
 
 
 def _with_templates(validation: Validation, revision: Revision, blueprint: str) -> Validation:
@@ -52,12 +73,12 @@ def _with_templates(validation: Validation, revision: Revision, blueprint: str) 
         if workload.template is None or workload.template in texts:
             continue
         where = template_path(blueprint, workload.template)
-        data = revision.read(where) if where is not None else None
+        data = revision.read(where, limit=MAX_TEMPLATE_BYTES) if where is not None else None
         try:
             if data is None:
                 raise ValueError(f"not in {revision.name}")
             texts[workload.template] = data.decode("utf-8")
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, UnicodeDecodeError) as error:  # TooLarge is a ValueError
             path = (*workload.path, "template")
             span = validation.document.span(path) if validation.document is not None else None
             problems.append(

@@ -18,7 +18,7 @@ from gpustack.review.risks.gpus import (
     unit_memory_shrinks,
 )
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
-from gpustack.review.risks.objects import object_escapes_tenant
+from gpustack.review.risks.objects import base_absent, object_escapes_tenant
 from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
 from gpustack.review.risks.workloads import workload_stranded
 from gpustack.review.snapshot import Snapshot
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     isolation_weakened,
     unit_memory_shrinks,
     object_escapes_tenant,
+    base_absent,
 )
 
 

@@ -51,3 +51,21 @@ def object_escapes_tenant(before: Snapshot, after: Snapshot) -> list[Risk]:
             )
         )
     return risks
+
+
+def base_absent(before: Snapshot, after: Snapshot) -> list[Risk]:
+    """Nothing to compare against: the blueprint is new at the base revision, or was moved where git sees no rename."""
+    if before.blueprint is not None or after.blueprint is None:
+        return []
+    return [
+        Risk(
+            "base-absent",
+            Level.HIGH,
+            f"Nothing to compare: {before.label}",
+            "The base revision has no blueprint at this path, so every pool, tenant and workload reads as added and "
+            "no other risk can be assessed. If the file was renamed or moved, the cluster it describes is already "
+            "running, and this review says nothing about what the change does to it.",
+            "Review every object below. For a renamed blueprint, commit the rename (git mv) so the review follows it, "
+            "or compare the two files directly: gpustack diff OLD NEW.",
+        )
+    ]
