@@ -158,3 +158,51 @@ def test_terminal_escapes_in_a_blueprint_never_reach_the_terminal(tmp_path: Path
     assert_bounded(outcome)
     assert "GS301" in outcome.stdout and "\x1b" not in outcome.stdout and "\x07" not in outcome.stdout
     assert "\\x1b]52;c;aGk=\\x07" in outcome.stdout
+
+
+NAN = HEAD + (
+    "nodePools: [{name: a, gpu: {model: L4, count: 1}, nodes: [n], "
+    "sharing: {strategy: hami, hami: {memoryScaling: .nan, coreScaling: .inf}}}]}\n"
+)
+WORKLOAD = HEAD + (
+    "nodePools: [{name: l4, gpu: {model: L4, count: 4}, nodes: [n1]}], "
+    "tenants: [{name: ml, namespaces: [ml], pools: [l4]}], "
+    "workloads: [{name: chat, tenant: ml, pool: l4, kind: Deployment, image: x, gpu: {count: 1}, FIELD}]}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "code"),
+    [
+        ("nan-inf", NAN, "GS106"),
+        ("replicas-1e12", WORKLOAD.replace("FIELD", "replicas: 1000000000000"), "GS106"),
+        ("cpu-1e99999999", WORKLOAD.replace("FIELD", 'resources: {cpu: "1e99999999"}'), "GS105"),
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "compile", "simulate", "capacity", "diff"])
+def test_non_finite_and_huge_numbers_are_diagnostics_in_every_command(
+    tmp_path: Path, name: str, text: str, code: str, command: str
+) -> None:
+    (tmp_path / "bp.yaml").write_text(text)
+    args = {
+        "validate": ["validate", "bp.yaml"],
+        "compile": ["compile", "bp.yaml", "-o", "-"],
+        "simulate": ["simulate", "bp.yaml"],
+        "capacity": ["capacity", "bp.yaml"],
+        "diff": ["diff", "bp.yaml", "bp.yaml"],
+    }[command]
+    outcome = probe(*args, cwd=tmp_path)
+    assert_bounded(outcome, code=2 if command == "diff" else 1)
+    assert f"error[{code}]" in outcome.stdout + outcome.stderr
+
+
+def test_a_scenario_with_overflowing_quantities_is_a_diagnostic(tmp_path: Path) -> None:
+    (tmp_path / "bp.yaml").write_text(WORKLOAD.replace(", FIELD", ""))
+    for quantity in ("memory: 1e400", 'cpu: "1e999999999"'):
+        (tmp_path / "s.yaml").write_text(
+            f"pods:\n  - name: a\n    namespace: ml\n    spec:\n"
+            f"      containers: [{{name: main, resources: {{requests: {{{quantity}}}}}}}]\n"
+        )
+        outcome = probe("simulate", "bp.yaml", "--scenario", "s.yaml", cwd=tmp_path)
+        assert_bounded(outcome)
+        assert "s.yaml:5:" in outcome.stdout + outcome.stderr
