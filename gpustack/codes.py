@@ -43,7 +43,7 @@ CODES: dict[str, str] = {
     "GS403": "MPS replicas above the per-GPU client cap",
     "GS404": "time-slicing lets workloads oversubscribe GPU memory",
     "GS405": "MPS without GPU Feature Discovery",
-    "GS406": "a pool sets a label gpustack owns",
+    "GS406": "a pool sets a label gpustack or the kubelet owns",
     "GS409": "HAMi pools with different HAMi settings",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
     "GS501": "a tenant quota above what the pool has",

@@ -107,3 +107,16 @@ def test_terminal_escapes_in_a_description_never_reach_the_terminal(tmp_path: Pa
     for output in ("text", "markdown"):
         _, shown = run("diff", write(tmp_path, BASE, "a.yaml"), write(tmp_path, after, "b.yaml"), "--output", output)
         assert "\x1b" not in shown and "\\x1b[2J" in shown
+
+
+# --- L7: a pool label may not overwrite what the kubelet sets ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label", ["kubernetes.io/hostname", "kubernetes.io/arch", "node-role.kubernetes.io/gpu", "node.kubernetes.io/x"]
+)
+def test_a_pool_label_may_not_be_a_kubelet_label(tmp_path: Path, label: str) -> None:
+    labelled = f"      nodes: [gpu-node-1]\n      labels: {{{label}: a100-a}}\n"
+    text = BASE.replace("      nodes: [gpu-node-1]\n", labelled)
+    code, output = run("validate", write(tmp_path, text))
+    assert code == 1 and "bp.yaml:10:" in output and "error[GS406]" in output and "kubelet" in output
