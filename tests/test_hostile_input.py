@@ -206,3 +206,15 @@ def test_a_scenario_with_overflowing_quantities_is_a_diagnostic(tmp_path: Path) 
         outcome = probe("simulate", "bp.yaml", "--scenario", "s.yaml", cwd=tmp_path)
         assert_bounded(outcome)
         assert "s.yaml:5:" in outcome.stdout + outcome.stderr
+
+
+def test_the_size_cap_admits_no_blueprint_that_compiles_for_long(tmp_path: Path) -> None:
+    # The review's 3 MB variant (compile 14 s, diff 18 s): lists and maps a person writes are capped, and the cap is
+    # checked before the schema walks every entry. (The 8 MiB, 520,000-entry one is refused the same way; reading
+    # 8 MiB of YAML is the loader's time, several seconds on a loaded machine.)
+    env = ", ".join(f"E{i}: v" for i in range(260_000))
+    (tmp_path / "bp.yaml").write_text(WORKLOAD.replace("FIELD", f"env: {{{env}}}"))
+    assert (tmp_path / "bp.yaml").stat().st_size > 3_000_000
+    outcome = probe("compile", "bp.yaml", "-o", "-", cwd=tmp_path)
+    assert_bounded(outcome)
+    assert "error[GS106]" in outcome.stderr and "at most 10000 allowed" in outcome.stderr
