@@ -38,7 +38,11 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
         # Zero on every GPU resource only pools it is not granted advertise: whatever the taints, the tenant's pods
         # cannot take those pools' GPUs by resource name (a soft or missing taint no longer opens them).
         closed = dict(sorted({**hard, **{f"requests.{name}": 0 for name in foreign}}.items()))
-        limits = dict(sorted({**limits, **{name: 0 for name in foreign if name in limitable_resources(ctx)}}.items()))
+        # The LimitRange caps them at 0 too, with a clear message per container; not for a Kueue tenant, whose
+        # ClusterQueue refuses a pod that names (even at 0) a resource it does not cover.
+        if tenant.scheduler is not Scheduler.KUEUE:
+            closed_limits = {name: 0 for name in foreign if name in limitable_resources(ctx)}
+            limits = dict(sorted({**limits, **closed_limits}.items()))
         for namespace in tenant.namespaces:
             output.objects.append(Manifest(FAMILY, file, namespace_object(tenant, namespace)))
             if closed:
