@@ -50,7 +50,7 @@ CODES: dict[str, str] = {
     "GS403": "MPS replicas above the per-GPU client cap",
     "GS404": "time-slicing lets workloads oversubscribe GPU memory",
     "GS405": "MPS without GPU Feature Discovery",
-    "GS406": "a pool sets a label gpustack owns",
+    "GS406": "a pool sets a label gpustack or the kubelet owns",
     "GS407": "a pool sets a label GPU Feature Discovery writes (and overwrites)",
     "GS409": "HAMi pools with different HAMi settings",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
@@ -67,7 +67,7 @@ CODES: dict[str, str] = {
     "GS511": "a Kueue lending limit above the tenant's nominal quota",
     # workloads (gpustack.checks.workloads, gpustack.compile.workloads)
     "GS601": "a GPU need the workload's pool cannot meet",
-    "GS602": "CUDA_VISIBLE_DEVICES set by hand",
+    "GS602": "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
     "GS603": "more than one shared GPU per pod where the pool forbids it",
     "GS604": "a VolcanoJob for a tenant that does not use Volcano",
     "GS605": "a workload template file cannot be read, or its path leads out of the blueprint's folder",
@@ -78,6 +78,7 @@ CODES: dict[str, str] = {
     "GS702": "a NoExecute taint",
     "GS703": "a HAMi pool shared by tenants: its isolation is bypassable",
     "GS704": "pools of different tenants share a taint",
+    "GS705": "a pool granted to a tenant without a NoSchedule or NoExecute taint",
     # cluster (gpustack.checks.cluster)
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",
@@ -371,5 +372,10 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     "GS306": (
         "A pool without `gpu` (a CPU-only pool) sets a GPU sharing strategy.",
         "Remove `sharing` from the CPU-only pool, or give it a `gpu` block.",
+    ),
+    "GS705": (
+        "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "
+        "none: the scheduler may place any pod there that asks for the resource its GPUs advertise.",
+        "Taint the pool with effect `NoSchedule` (gpustack then gives the tenant's workloads the toleration).",
     ),
 }

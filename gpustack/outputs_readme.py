@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import jinja2
@@ -47,16 +48,17 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
     rows += [{"file": a.path, "description": a.description} for a in plan.artifacts]
     rows.append({"file": "kustomization.yaml", "description": "lists every manifest, for `kubectl apply -k` or GitOps"})
     releases = [
+        # Every word of the shell block quoted: people copy and paste it, and values come from the blueprint.
         {
-            "name": r.name,
+            "name": shlex.quote(r.name),
             "chart": r.chart,
-            "repository": r.repository,
+            "repository": shlex.quote(r.repository),
             "oci": r.oci,
-            "chart_ref": r.chart_ref if r.oci else f"{r.name}/{r.chart}",
-            "version": r.version,
-            "namespace": r.namespace,
-            "values_file": r.values_file,
-            "repo_alias": r.name,
+            "chart_ref": shlex.quote(r.chart_ref if r.oci else f"{r.name}/{r.chart}"),
+            "version": shlex.quote(r.version),
+            "namespace": shlex.quote(r.namespace),
+            "values_file": shlex.quote(r.values_file),
+            "repo_alias": shlex.quote(r.name),
         }
         for r in plan.releases
     ]

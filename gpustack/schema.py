@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -92,13 +93,58 @@ def load_schema() -> dict[str, Any]:
 
 def check_shape(doc: Document) -> list[Diagnostic]:
     """Every shape error in the document, sorted by position; [] when the shape is right."""
+    oversized = list(_oversized(doc))
+    if oversized:
+        return oversized  # the schema would walk every entry of them first: seconds per hundred thousand
     errors = list(_validator().iter_errors(doc.data))
     # `efect: NoSchedule` is one mistake, not two: the unknown-field error's did-you-mean already
     # covers the "missing effect" that the same typo causes.
     typos = frozenset(fix for error in errors for fix in _typo_fixes(error))
     forbidden = {tuple(error.absolute_path) for error in errors if _is_forbidden(error)}
     found = [diagnostic for error in errors for diagnostic in _convert(error, doc, typos)]
-    return sort_diagnostics(_collapse(found, forbidden))
+    return sort_diagnostics([*_collapse(found, forbidden), *_non_finite(doc)])
+
+
+MAX_ENTRIES = 10_000  # no list or mapping a person writes in a blueprint comes near it (nodes per pool: 10,000)
+
+
+def _oversized(doc: Document) -> Iterator[Diagnostic]:
+    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict | list) and len(value) > MAX_ENTRIES:
+            yield Diagnostic(
+                "GS106",
+                Severity.ERROR,
+                f"{_name(path) if path else 'the document'} has {len(value)} entries: at most {MAX_ENTRIES} allowed",
+                doc.span(path),
+                path,
+                "a blueprint describes a cluster; generate what runs in it from the blueprint, not into it",
+            )
+        elif isinstance(value, dict):
+            stack.extend(((*path, key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+
+
+def _non_finite(doc: Document) -> Iterator[Diagnostic]:
+    """YAML's .nan and .inf: JSON Schema's bounds let NaN through (every comparison with it is false)."""
+    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*path, key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield Diagnostic(
+                "GS106",
+                Severity.ERROR,
+                f"{_name(path) if path else 'the document'} is {value}: only finite numbers are allowed",
+                doc.span(path),
+                path,
+                "write a number such as 1.5",
+            )
 
 
 # --- the validator -----------------------------------------------------------------------------

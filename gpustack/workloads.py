@@ -57,8 +57,7 @@ SHM_VOLUME = "dshm"
 
 def compile_workloads(ctx: Context) -> FamilyOutput:
     output = FamilyOutput()
-    for workload in ctx.blueprint.workloads:
-        objects, problems = workload_manifests(ctx, workload)
+    for workload, objects, problems in workload_outputs(ctx):
         # Only for a blueprint that skipped validation: checks/templates.py reports these before compile runs.
         output.diagnostics.extend(problems)
         file = f"workloads/{workload.tenant}/{workload.name}.yaml"
@@ -86,6 +85,45 @@ def workload_manifests(ctx: Context, workload: Workload) -> tuple[list[Object], 
             return [], violations
         objects[-1] = rendered
     return objects, []
+
+
+def workload_outputs(ctx: Context) -> list[tuple[Workload, list[Object], list[Diagnostic]]]:
+    """Every workload's objects (or its GS606 errors), in blueprint order. A rendered object may not take the identity
+    of one gpustack generates or another template renders: kustomize refuses the whole output over one duplicate,
+    and the later object would silently replace the earlier."""
+    built = [(workload, *workload_manifests(ctx, workload)) for workload in ctx.blueprint.workloads]
+    taken = {identity(obj): None for _, objects, _ in built for obj in objects[:-1]}
+    taken.update(
+        {identity(objects[-1]): None for workload, objects, _ in built if workload.template is None and objects}
+    )
+    out: list[tuple[Workload, list[Object], list[Diagnostic]]] = []
+    for workload, objects, problems in built:
+        if workload.template is not None and objects:
+            rendered = identity(objects[-1])
+            if rendered in taken:
+                out.append((workload, [], [duplicate_identity(ctx, workload, objects[-1])]))
+                continue
+            taken[rendered] = None
+        out.append((workload, objects, problems))
+    return out
+
+
+def identity(obj: Object) -> tuple[str, str, str, str]:
+    """(API group, kind, namespace, name): what kustomize and the API server tell objects apart by."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    metadata = obj.get("metadata", {})
+    return (group, str(obj.get("kind")), str(metadata.get("namespace", "")), str(metadata.get("name")))
+
+
+def duplicate_identity(ctx: Context, workload: Workload, obj: Object) -> Diagnostic:
+    _, kind, namespace, name = identity(obj)
+    return ctx.error(
+        "GS606",
+        (*workload.path, "template"),
+        f"workload '{workload.name}': template {workload.template} renders {kind} '{name}' in namespace "
+        f"'{namespace}', which another object of the output already is: one would replace the other",
+        "give the rendered object a name of its own (gpustack names a workload's objects after the workload)",
+    )
 
 
 def workload_objects(

@@ -34,11 +34,12 @@ from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
 from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission
 from gpustack.context import Context
-from gpustack.model import Blueprint, Scheduler, SharingStrategy
-from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.model import PRIORITY_VALUES, Blueprint, Scheduler, SharingStrategy
+from gpustack.names import DEVICE_ENV, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import Plan
 from gpustack.taints import taint_text
 from gpustack.validation import validate_path, validate_text
+from gpustack.workload_templates import allowed_priority_classes
 
 CORPUS = CASES / "admission"
 TEST_BLUEPRINTS = CORPUS / "blueprints"
@@ -395,6 +396,59 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
         yield who.case(blueprint, f"scheduler/{scheduler}", pod("x", schedulerName=scheduler), message)
     for scheduler in sorted(who.schedulers):
         yield who.case(blueprint, f"own-scheduler/{scheduler}", pod("x", schedulerName=scheduler))
+    yield from sweep_devices(blueprint, who, f"tenant {name}")
+    # H3: a resource name only pools it is not granted advertise is refused, whatever the taints; the namespace
+    # LimitRange's default of "0" is no request.
+    own_resources = {o.resource for p in own for o in ctx.offers[p.name]}
+    others = {o.resource for p in ctx.blueprint.pools if p.name not in who.pools for o in ctx.offers[p.name]}
+    for resource in sorted(others - own_resources):
+        message = f"tenant {name} may not request {resource}: only pools it is not granted advertise it"
+        yield who.case(blueprint, f"foreign-resource/{resource}", gpu_pod("f", resource, "1"), message)
+        yield who.case(blueprint, f"foreign-resource-zero/{resource}", gpu_pod("f", resource, "0"))
+    # M3: its own priority class and lower ones; never a higher one or system-*.
+    tenant = ctx.tenants.get(name)
+    allowed = allowed_priority_classes(ctx, name) if tenant is not None else []
+    for level in PRIORITY_VALUES:
+        obj = pod("p", priorityClassName=f"gpustack-{level}")
+        refused = (
+            None if f"gpustack-{level}" in allowed else f"tenant {name} may not use PriorityClass gpustack-{level}"
+        )
+        yield who.case(blueprint, f"priority/{level}", obj, refused)
+    message = f"tenant {name} may not use PriorityClass system-cluster-critical: its pods may name only"
+    yield who.case(blueprint, "priority/system", pod("p", priorityClassName="system-cluster-critical"), message)
+
+
+def gpu_pod(name: str, resource: str, amount: str, **spec: Any) -> dict[str, Any]:
+    obj = pod(name, **spec)
+    obj["spec"]["containers"] = [
+        {**CONTAINER, "resources": {"requests": {resource: amount}, "limits": {resource: amount}}}
+    ]
+    return obj
+
+
+def sweep_devices(blueprint: str, who: Who, words: str) -> Iterator[Case]:
+    """H4: env and mounts the NVIDIA container toolkit reads as a device request, wherever gpustack polices pods."""
+    for variable in DEVICE_ENV:
+        obj = pod("v")
+        obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": variable, "value": "all"}]}]
+        yield who.case(blueprint, f"device-env/{variable}", obj, f"{words} may not set env {variable}: ")
+        obj = copy.deepcopy(obj)
+        obj["spec"]["initContainers"] = obj["spec"].pop("containers")
+        obj["spec"]["containers"] = [CONTAINER]
+        yield who.case(blueprint, f"device-env-init/{variable}", obj, f"{words} may not set env {variable}: ")
+    obj = pod("c")
+    obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"}]}]
+    yield who.case(
+        blueprint, "driver-capabilities-without-gpu", obj, f"{words} may not set env NVIDIA_DRIVER_CAPABILITIES"
+    )
+    obj = pod("m")
+    mount = {"name": "x", "mountPath": "/var/run/nvidia-container-devices/all"}
+    obj["spec"]["containers"] = [{**CONTAINER, "volumeMounts": [mount]}]
+    message = f"{words} may not set a mount at /var/run/nvidia-container-devices/all"
+    yield who.case(blueprint, "device-mount", obj, message)
+    obj = pod("ok")
+    obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": "NVIDIA_API_KEY", "value": "x"}]}]
+    yield who.case(blueprint, "other-nvidia-env", obj)
 
 
 def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
@@ -431,6 +485,18 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
         message = "namespace team-x belongs to no tenant: a pod that requests GPUs may not use a wildcard toleration"
         yield nobody.case(blueprint, "wildcard-gpu", obj, message)
     yield nobody.case(blueprint, "wildcard-cpu", pod("a", tolerations=[{"operator": "Exists"}]))
+    yield from sweep_devices(blueprint, nobody, "namespace team-x")
+    others = {o.resource for p in ctx.blueprint.pools if p not in granted for o in ctx.offers[p.name]}
+    resources = sorted({o.resource for p in granted for o in ctx.offers[p.name]})
+    for resource in resources:
+        if resource not in others:
+            message = f"namespace team-x belongs to no tenant: it may not request {resource}: only pools granted"
+            yield nobody.case(blueprint, f"granted-resource/{resource}", gpu_pod("r", resource, "1"), message)
+    if resources:
+        obj = gpu_pod("s", resources[0], "1", priorityClassName="system-node-critical")
+        message = "a pod that requests the GPUs of pools granted to tenants may not use a system-* PriorityClass"
+        yield nobody.case(blueprint, "system-priority-gpu", obj, message)
+        yield nobody.case(blueprint, "system-priority-cpu", pod("s", priorityClassName="system-node-critical"))
     yield nobody.case(blueprint, "anything-else", pod("c", nodeName="node-1", schedulerName="custom-scheduler"))
 
 
@@ -593,12 +659,16 @@ def test_a_pool_shared_by_every_tenant_is_still_closed_to_namespaces_without_one
     assert result.denials == [
         f"ValidatingAdmissionPolicy '{NON_TENANT_POLICY}' with binding '{NON_TENANT_POLICY}' denied request: "
         "namespace default belongs to no tenant: it may not tolerate gpustack.io/pool=a100:NoSchedule, the taint of "
-        "pool a100 (granted to tenants team-a and team-b) (and 1 more such taint)"
+        "pool a100 (granted to tenants team-a and team-b) (and 1 more such taint)",
+        f"ValidatingAdmissionPolicy '{NON_TENANT_POLICY}' with binding '{NON_TENANT_POLICY}' denied request: "
+        "namespace default belongs to no tenant: it may not request nvidia.com/gpu: only pools granted to tenants "
+        "advertise it",
     ]
 
 
-def test_no_granted_taint_means_no_policy_for_namespaces_without_a_tenant() -> None:
-    """Only pools granted to no tenant carry taints: nothing a namespace without a tenant may not tolerate."""
+def test_no_granted_taint_means_no_toleration_rule_for_namespaces_without_a_tenant() -> None:
+    """Only pools granted to no tenant carry taints: nothing a namespace without a tenant may not tolerate; the
+    device rules (H4) and the granted pools' resource names (H3) still hold."""
     data = yaml.safe_load(BLUEPRINT_FILES["multi-tenant"].read_text())
     for pool in data["spec"]["nodePools"]:
         pool.pop("taints", None)
@@ -607,8 +677,11 @@ def test_no_granted_taint_means_no_policy_for_namespaces_without_a_tenant() -> N
     data["spec"]["nodePools"].append(spare)
     result = validate_text(json.dumps(data), "untainted.json")
     assert result.blueprint is not None, [d.message for d in result.diagnostics]
-    names = {m.name for m in compile_blueprint(result.blueprint).by_family("admission")}
-    assert NON_TENANT_POLICY not in names and "gpustack-tenant-payments" in names
+    objects = compile_blueprint(result.blueprint).by_family("admission")
+    policies = {m.name: m.obj for m in objects if m.kind == "ValidatingAdmissionPolicy"}
+    assert "gpustack-tenant-payments" in policies
+    declared = {v["name"] for v in policies[NON_TENANT_POLICY]["spec"]["variables"]}
+    assert "grantedTaints" not in declared and {"runtimeRequests", "grantedOnlyRequests"} <= declared
 
 
 def test_output_is_deterministic_and_in_apply_order() -> None:

@@ -25,6 +25,7 @@ from gpustack.mig import check_layout
 from gpustack.outputs import render_files
 from gpustack.plan import Plan
 from gpustack.validation import validate_path
+from gpustack.write import MANIFEST, MANIFEST_HEADER
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
@@ -229,11 +230,15 @@ def test_a_killed_run_leaves_nothing_behind_and_its_output_is_recovered(tmp_path
     out = tmp_path / "out"
     example = str(BLUEPRINTS / "quickstart.yaml")
     assert run("compile", example, "-d", str(out))[0] == 0
-    # A run killed while staging, and one killed between the fallback swap's two renames:
+    # A run killed while staging (it writes gpustack's manifest first), and one killed between the fallback swap's
+    # two renames; and a user's own folder that only looks like a leftover, which is never touched:
     (tmp_path / ".out.new-abc").mkdir()
+    (tmp_path / ".out.new-abc" / MANIFEST).write_text(MANIFEST_HEADER)
     out.rename(tmp_path / ".out.old-abc")
+    (tmp_path / ".out.old-2024-01").mkdir()
+    (tmp_path / ".out.old-2024-01" / "notes.txt").write_text("jan")
     assert run("compile", example, "-d", str(out))[0] == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.old-2024-01", "out"]
     assert run("compile", example, "-d", str(out), "--check")[0] == 0
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
+from gpustack.plan import Manifest
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks import RULES, assess_risks
+from gpustack.review.risks.objects import base_absent
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import validate_text
 
@@ -433,6 +436,43 @@ def test_unit_memory_shrinks__silent_when_memory_per_unit_stays_or_grows() -> No
     assert [r for r in found if r.code == "unit-memory-shrinks"] == []
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("rule", [r for r in RULES if r.__name__ != "base_absent"], ids=lambda r: r.__name__)
 def test_rules_accept_an_absent_old_version(rule: Callable[[Snapshot, Snapshot], list[Risk]]) -> None:
     assert rule(empty_snapshot("absent"), snapshot(BASE, "a")) == []
+
+
+def test_base_absent__is_high_when_there_is_nothing_to_compare() -> None:
+    [risk] = base_absent(empty_snapshot("main:bp.yaml (absent)"), snapshot(BASE, "a"))
+    assert risk.severity is Level.HIGH and "main:bp.yaml (absent)" in risk.title
+    assert base_absent(snapshot(BASE, "a"), snapshot(BASE, "b")) == []
+
+
+# object-outside-tenant
+
+
+def _with_workload_objects(snap: Snapshot, *objects: dict[str, Any]) -> Snapshot:
+    plan = snap.plan
+    extra = tuple(Manifest("workloads", "workloads/team/web.yaml", obj) for obj in objects)
+    snap.__dict__["plan"] = dataclasses.replace(plan, objects=plan.objects + extra)  # what a hostile template adds
+    return snap
+
+
+def test_object_escapes_tenant__flags_new_cluster_scoped_and_foreign_namespace_objects_high() -> None:
+    labels = {"gpustack.io/tenant": "team"}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "team-admin", "labels": labels},
+    }
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "kube-system", "labels": labels}}
+    own = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team", "labels": labels}}
+    after = _with_workload_objects(snapshot(BASE, "after.yaml"), binding, pod, own)
+    found = [r for r in assess_risks(snapshot(BASE, "before.yaml"), after) if r.code == "object-outside-tenant"]
+    assert [r.title for r in found] == [
+        "New ClusterRoleBinding 'team-admin' cluster-scoped (no namespace), outside its tenant's namespaces",
+        "New Pod 'p' in namespace 'kube-system', outside its tenant's namespaces",
+    ]
+    assert all(r.severity is Level.HIGH and r.tenants == ("team",) for r in found)
+    # Already there on the base side: not new, not flagged again.
+    before = _with_workload_objects(snapshot(BASE, "before.yaml"), binding, pod)
+    assert [r for r in assess_risks(before, after) if r.code == "object-outside-tenant"] == []

@@ -27,7 +27,7 @@ def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
         kueue = ctx.blueprint.kueue
         charts.append(("Kueue", (*kueue.path, "chartVersion"), kueue.chart_version))
     for what, path, version in charts:
-        if not _PINNED.match(version):
+        if not _PINNED.fullmatch(version):  # match() with `$` would let a trailing newline through
             yield ctx.error(
                 "GS801",
                 path,

@@ -28,6 +28,9 @@ GFD_LABELS = frozenset(
     )
 )
 GFD_LABEL_PREFIXES = ("nvidia.com/gpu.compute.", "nvidia.com/cuda.", "nvidia.com/mig-", "nvidia.com/vgpu.")
+# Labels the kubelet and Kubernetes set on every node (L7).
+KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
+KUBELET_LABEL_PREFIXES = ("node-role.kubernetes.io/", "node.kubernetes.io/", "beta.kubernetes.io/")
 # HAMi's settings and their names in the blueprint; HAMi's chart takes one value of each for the whole cluster.
 HAMI_SETTINGS = (("split_count", "splitCount"), ("memory_scaling", "memoryScaling"), ("core_scaling", "coreScaling"))
 
@@ -115,6 +118,16 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                     f"pool '{pool.name}' sets label '{key}', which gpustack derives from the pool's sharing",
                     "remove it: gpustack writes this label from sharing (and a hand-set MIG config beside MPS "
                     "would break the device plugin)",
+                    key=True,
+                )
+            elif key in KUBELET_LABELS or key.startswith(KUBELET_LABEL_PREFIXES):
+                yield ctx.error(
+                    "GS406",
+                    (*pool.path, "labels", key),
+                    f"pool '{pool.name}' sets label '{key}', which the kubelet (or Kubernetes) sets on every node: "
+                    "overwriting it breaks what relies on it (local volumes, anti-affinity) and would let the "
+                    "admission policies read another node's name as one of this pool's",
+                    "remove it: gpustack already tells pools apart by gpustack.io/pool and the pool's node names",
                     key=True,
                 )
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
+from gpustack.names import DEVICE_ENV
 from gpustack.needs import Unfit, resolve_need
 
 
@@ -28,6 +29,15 @@ def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
 def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
     for workload in ctx.blueprint.workloads:
         for key, _ in workload.env:
+            if key in DEVICE_ENV:
+                yield ctx.error(
+                    "GS602",
+                    (*workload.path, "env", key),
+                    f"workload '{workload.name}' sets {key}, which the NVIDIA container toolkit can read as a device "
+                    "request: the container may get GPUs outside the device plugin and every quota",
+                    "remove it: the device plugin hands the container exactly the GPUs it requests",
+                    key=True,
+                )
             if key == "CUDA_VISIBLE_DEVICES":
                 yield ctx.error(
                     "GS602",

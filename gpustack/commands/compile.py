@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -14,6 +15,7 @@ from gpustack.compile import compile_blueprint
 from gpustack.compile_report import compile_report
 from gpustack.diagnostic import DiagnosticError, sort_diagnostics
 from gpustack.jsondoc import dump_document
+from gpustack.model import Blueprint
 from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.validation import Validation, document_locator, validate_path
 from gpustack.write import stale_files, write_directory
@@ -100,7 +102,7 @@ def command(
             click.echo(f"{out} is up to date")
             return
         if out is not None:
-            files = write_directory(plan, out)
+            files = write_directory(plan, out, inputs=_inputs(result.file, result.blueprint))
             written = True
     except DiagnosticError as error:
         _stop_invalid(dataclasses.replace(result, diagnostics=error.diagnostics), output)
@@ -112,6 +114,13 @@ def command(
         click.echo(
             f"wrote {len(files)} files to {out}: {len(plan.objects)} objects, {len(plan.releases)} Helm release(s)"
         )
+
+
+def _inputs(file: str, blueprint: Blueprint) -> list[Path]:
+    """The files this compile read: an output folder holding one of them is never replaced."""
+    if file == "-":
+        return []
+    return [Path(file), *(Path(file).parent / path for path, _ in blueprint.templates)]
 
 
 def _one_directory(*spellings: str | None) -> str | None:

@@ -33,9 +33,19 @@ from typing import Any
 
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
-from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.names import (
+    ADMISSION_POLICY_MINOR,
+    DEVICE_ENV,
+    DEVICE_MOUNT_ROOT,
+    GPU_ONLY_ENV,
+    MANAGED_BY,
+    POOL_LABEL,
+    TENANT_LABEL,
+    VOLCANO_SCHEDULER,
+)
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.taints import taint_text
+from gpustack.workload_templates import allowed_priority_classes
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"
@@ -203,6 +213,63 @@ variables.specs.exists(s,
 )"""
 WILDCARD_ON_GPU_POD = f"!variables.requestsGpu || {NO_WILDCARD}"
 
+# Containers that can ask for devices: init containers run on the node with the same runtime. A quantity of "0" is
+# what the namespace's LimitRange defaults every container to, so only a non-zero amount is a request.
+_CONTAINERS = "(s.containers + (has(s.initContainers) ? s.initContainers : []))"
+_NONZERO = "{side}.filter(r, r in variables.{names} && string({side}[r]) != '0')"
+
+
+def _requested(names: str) -> str:
+    """Per spec and container, the names of `names` it asks a non-zero amount of (empty lists dropped)."""
+    requests = _NONZERO.format(side="c.resources.requests", names=names)
+    limits = _NONZERO.format(side="c.resources.limits", names=names)
+    return f"""\
+variables.specs.map(s,
+  {_CONTAINERS}.map(c,
+    (has(c.resources) && has(c.resources.requests) ? {requests} : [])
+    + (has(c.resources) && has(c.resources.limits) ? {limits} : [])
+  ).filter(found, size(found) > 0)
+).filter(found, size(found) > 0)"""
+
+
+# Any NVIDIA resource at a non-zero amount: what decides whether driver-capability env has a use.
+REQUESTS_ANY_GPU = f"""\
+variables.specs.exists(s,
+  {_CONTAINERS}.exists(c,
+    has(c.resources) && (
+      (has(c.resources.requests) && c.resources.requests.exists(r,
+        r.startsWith('nvidia.com/') && string(c.resources.requests[r]) != '0'))
+      || (has(c.resources.limits) && c.resources.limits.exists(r,
+        r.startsWith('nvidia.com/') && string(c.resources.limits[r]) != '0'))
+    )
+  )
+)"""
+
+# Env and mounts the NVIDIA container toolkit reads as a device request (H4): per spec and container, what it sets.
+RUNTIME_REQUESTS = f"""\
+variables.specs.map(s,
+  {_CONTAINERS}.map(c,
+    (has(c.env)
+      ? c.env.filter(e, e.name in variables.deviceEnv || (!variables.requestsAnyGpu && e.name in variables.gpuOnlyEnv))
+        .map(e, 'env ' + e.name)
+      : [])
+    + (has(c.volumeMounts)
+      ? c.volumeMounts.filter(m, m.mountPath == variables.deviceMountRoot
+          || m.mountPath.startsWith(variables.deviceMountRoot + '/')).map(m, 'a mount at ' + m.mountPath)
+      : [])
+  ).filter(found, size(found) > 0)
+).filter(found, size(found) > 0)"""
+
+PRIORITY_ALLOWED = """\
+variables.specs.all(s, !has(s.priorityClassName) || s.priorityClassName == ''
+  || s.priorityClassName in variables.priorityClasses)"""
+REFUSED_PRIORITY = """\
+variables.specs.filter(s, has(s.priorityClassName) && s.priorityClassName != ''
+  && !(s.priorityClassName in variables.priorityClasses))[0].priorityClassName"""
+NO_SYSTEM_PRIORITY_ON_GPU_POD = """\
+!variables.requestsGpu
+  || variables.specs.all(s, !has(s.priorityClassName) || !s.priorityClassName.startsWith('system-'))"""
+
 
 def _count_more(variable: str, one: str, many: str) -> str:
     """A CEL suffix that counts the findings after the first one, which the message names."""
@@ -234,6 +301,8 @@ class Grants:
     label_keys: tuple[str, ...]  # every node label key that names pools
     own_labels: tuple[str, ...]  # 'key=value' its pools' nodes carry
     schedulers: tuple[str, ...]
+    foreign_resources: tuple[str, ...] = ()  # GPU resource names only pools it is not granted advertise
+    priority_classes: tuple[str, ...] = ()  # the PriorityClasses its pods may name
 
 
 @dataclass(frozen=True)
@@ -327,7 +396,13 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
         label_keys=facts.label_keys,
         own_labels=tuple(labels),
         schedulers=list_schedulers(ctx, tenant),
+        foreign_resources=tuple(sorted(_advertised(ctx, ctx.blueprint.pools) - _advertised(ctx, granted))),
+        priority_classes=tuple(allowed_priority_classes(ctx, tenant.name)) if tenant is not None else (),
     )
+
+
+def _advertised(ctx: Context, pools: Iterable[NodePool]) -> set[str]:
+    return {offer.resource for pool in pools for offer in ctx.offers.get(pool.name, ())}
 
 
 def find_granted_pools(ctx: Context) -> list[tuple[NodePool, list[str]]]:
@@ -534,7 +609,64 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
             ),
         ),
     ]
+    variables, validations = _add_device_rules(
+        tenant_words, Cel("'tenant ' + variables.tenant"), variables, validations
+    )
+    if grants.foreign_resources:
+        variables += [
+            _declare("foreignGpuResources", quote_cel_list(grants.foreign_resources)),
+            _declare("foreignRequests", _requested("foreignGpuResources")),
+        ]
+        validations.append(
+            _build_validation(
+                "size(variables.foreignRequests) == 0",
+                f"{tenant_words} may not request the GPU resources of pools it is not granted: "
+                f"{', '.join(grants.foreign_resources)}",
+                build_message(
+                    *("tenant ", tenant, " may not request ", Cel("variables.foreignRequests[0][0][0]")),
+                    f": only pools it is not granted advertise it {pools}",
+                ),
+            )
+        )
+    classes = ", ".join(grants.priority_classes) or "none"
+    variables.append(_declare("priorityClasses", quote_cel_list(grants.priority_classes)))
+    validations.append(
+        _build_validation(
+            PRIORITY_ALLOWED,
+            f"{tenant_words} may only use the PriorityClasses {classes} (or none): a higher class preempts other "
+            "tenants' pods",
+            build_message(
+                *("tenant ", tenant, " may not use PriorityClass ", Cel(REFUSED_PRIORITY)),
+                f": its pods may name only {classes}, or none; a higher class would preempt other tenants' pods",
+            ),
+        )
+    )
     return build_policy(name, variables, validations)
+
+
+def _add_device_rules(
+    words: str, who: Cel, variables: list[dict[str, str]], validations: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """No env or mount the NVIDIA container toolkit reads as a device request (H4), in any policy."""
+    variables = [
+        *variables,
+        _declare("deviceEnv", quote_cel_list(DEVICE_ENV)),
+        _declare("gpuOnlyEnv", quote_cel_list(GPU_ONLY_ENV)),
+        _declare("deviceMountRoot", quote_cel(DEVICE_MOUNT_ROOT)),
+        _declare("requestsAnyGpu", REQUESTS_ANY_GPU),
+        _declare("runtimeRequests", RUNTIME_REQUESTS),
+    ]
+    what = (
+        f"{', '.join(DEVICE_ENV)} (env), {', '.join(GPU_ONLY_ENV)} without a GPU request, or a mount under "
+        f"{DEVICE_MOUNT_ROOT}: the NVIDIA container toolkit can read them as a device request and hand the "
+        "container GPUs outside the device plugin and every quota"
+    )
+    validation = _build_validation(
+        "size(variables.runtimeRequests) == 0",
+        f"{words} may not set {what}",
+        build_message(who, " may not set ", Cel("variables.runtimeRequests[0][0][0]"), f": {what}"),
+    )
+    return variables, [*validations, validation]
 
 
 def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None = None) -> list[Object]:
@@ -583,8 +715,6 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     granted = find_granted_pools(ctx)
     owners = {pool.name: tenants for pool, tenants in granted}
     found = _collect_taints((pool for pool, _ in granted), set())
-    if not found:
-        return []  # no granted pool is tainted: there is nothing a toleration could open
     taints = tuple(
         {
             "key": key,
@@ -595,38 +725,76 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
         }
         for (key, value, effect), (text, pools) in found.items()
     )
-    resources = sorted({offer.resource for pool, _ in granted for offer in ctx.offers.get(pool.name, ())})
+    granted_pools = [pool for pool, _ in granted]
+    resources = sorted(_advertised(ctx, granted_pools))
+    # Resource names only granted pools advertise: whatever the taints, a pod without a tenant cannot ask for them.
+    exclusive = sorted(set(resources) - _advertised(ctx, (p for p in ctx.blueprint.pools if p not in granted_pools)))
     described = "; ".join(f"pool {pool.name}: {_describe_tenants(tenants)}" for pool, tenants in granted if pool.taints)
     nobody = ("namespace ", Cel("request.namespace"), " belongs to no tenant: ")
     taint = "variables.toleratedGrantedTaints[0]"
-    variables = [
-        _declare("specs", POD_SPECS),
-        _declare("grantedTaints", write_cel_records(taints)),
-        _declare("toleratedGrantedTaints", _filter_tolerated("grantedTaints")),
-        _declare("gpuResources", quote_cel_list(resources)),
-        _declare("requestsGpu", REQUESTS_GPU),
-    ]
-    wildcard = (
-        "a pod that requests GPUs may not use a wildcard toleration (no key, operator Exists): it tolerates the "
-        f"taints of pools granted to tenants ({described})"
-    )
-    validations = [
-        _build_validation(
-            "size(variables.toleratedGrantedTaints) == 0",
-            f"a namespace without a tenant may not tolerate the taint of a pool granted to a tenant ({described})",
-            build_message(
-                *nobody,
-                "it may not tolerate ",
-                Cel(f"{taint}.taint"),
-                ", the taint of ",
-                Cel(f"{taint}.owner"),
-                Cel(_count_more("toleratedGrantedTaints", "such taint", "such taints")),
+    variables = [_declare("specs", POD_SPECS)]
+    validations: list[dict[str, str]] = []
+    if found:
+        wildcard = (
+            "a pod that requests GPUs may not use a wildcard toleration (no key, operator Exists): it tolerates the "
+            f"taints of pools granted to tenants ({described})"
+        )
+        variables += [
+            _declare("grantedTaints", write_cel_records(taints)),
+            _declare("toleratedGrantedTaints", _filter_tolerated("grantedTaints")),
+        ]
+        validations += [
+            _build_validation(
+                "size(variables.toleratedGrantedTaints) == 0",
+                f"a namespace without a tenant may not tolerate the taint of a pool granted to a tenant ({described})",
+                build_message(
+                    *nobody,
+                    "it may not tolerate ",
+                    Cel(f"{taint}.taint"),
+                    ", the taint of ",
+                    Cel(f"{taint}.owner"),
+                    Cel(_count_more("toleratedGrantedTaints", "such taint", "such taints")),
+                ),
             ),
-        ),
-        _build_validation(
-            WILDCARD_ON_GPU_POD, f"in a namespace without a tenant, {wildcard}", build_message(*nobody, wildcard)
-        ),
-    ]
+            _build_validation(
+                WILDCARD_ON_GPU_POD, f"in a namespace without a tenant, {wildcard}", build_message(*nobody, wildcard)
+            ),
+        ]
+    if resources:
+        variables += [_declare("gpuResources", quote_cel_list(resources)), _declare("requestsGpu", REQUESTS_GPU)]
+        validations.append(
+            _build_validation(
+                NO_SYSTEM_PRIORITY_ON_GPU_POD,
+                "in a namespace without a tenant, a pod that requests the GPUs of pools granted to tenants may not "
+                "use a system-* PriorityClass: it would preempt the tenants' pods",
+                build_message(
+                    *nobody,
+                    "a pod that requests the GPUs of pools granted to tenants may not use a system-* PriorityClass: "
+                    "it would preempt the tenants' pods",
+                ),
+            )
+        )
+    if exclusive:
+        variables += [
+            _declare("grantedOnlyResources", quote_cel_list(exclusive)),
+            _declare("grantedOnlyRequests", _requested("grantedOnlyResources")),
+        ]
+        validations.append(
+            _build_validation(
+                "size(variables.grantedOnlyRequests) == 0",
+                "a namespace without a tenant may not request GPU resources only pools granted to tenants "
+                f"advertise: {', '.join(exclusive)}",
+                build_message(
+                    *nobody,
+                    "it may not request ",
+                    Cel("variables.grantedOnlyRequests[0][0][0]"),
+                    ": only pools granted to tenants advertise it",
+                ),
+            )
+        )
+    variables, validations = _add_device_rules(
+        "a namespace without a tenant", Cel("'namespace ' + request.namespace"), variables, validations
+    )
     excluded = [*list_system_namespaces(ctx), *(ns for tenant in ctx.blueprint.tenants for ns in tenant.namespaces)]
     selector = {
         "matchExpressions": [{"key": TENANT_LABEL, "operator": "DoesNotExist"}, _select_names("NotIn", excluded)]

@@ -9,6 +9,7 @@ Pod names follow the controllers where they are deterministic (StatefulSet `name
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -126,7 +127,8 @@ def build_demand(
         scale = scenario.scale if scenario is not None else None
         source = Source(workload, _overridden(override))
         try:
-            expanded = list(_expand(obj, override, scale, gangs))
+            # Stop one past the cap: 10**12 replicas must not be listed before they are counted.
+            expanded = list(itertools.islice(_expand(obj, override, scale, gangs), MAX_PODS - len(pods) + 1))
             specs = {id(spec): spec for _, spec, _ in expanded}  # a workload's pods share one spec: parse it once
             shapes = {key: parse_pod_spec(spec) for key, spec in specs.items()}
         except (SpecError, KeyError, TypeError, ValueError) as error:  # a user template can render anything

@@ -18,6 +18,7 @@ from gpustack.review.risks.gpus import (
     unit_memory_shrinks,
 )
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
+from gpustack.review.risks.objects import base_absent, object_escapes_tenant
 from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
 from gpustack.review.risks.workloads import workload_stranded
 from gpustack.review.snapshot import Snapshot
@@ -36,6 +37,8 @@ RULES: tuple[Rule, ...] = (
     tenant_access_lost,
     isolation_weakened,
     unit_memory_shrinks,
+    object_escapes_tenant,
+    base_absent,
 )
 
 
