@@ -13,6 +13,9 @@ from gpustack.model import (
     DEFAULT_CHART_REPOSITORY,
     DEFAULT_CHART_VERSION,
     DEFAULT_DEVICE_PLUGIN_NAMESPACE,
+    DEFAULT_GPU_OPERATOR_CHART_VERSION,
+    DEFAULT_GPU_OPERATOR_NAMESPACE,
+    DEFAULT_GPU_OPERATOR_REPOSITORY,
     DEFAULT_HAMI_CHART_REPOSITORY,
     DEFAULT_HAMI_CHART_VERSION,
     DEFAULT_HAMI_NAMESPACE,
@@ -29,12 +32,14 @@ from gpustack.model import (
     DevicePlugin,
     DevicePluginFlags,
     GpuNeed,
+    GpuOperator,
     GpuRef,
     HamiSettings,
     HamiSharing,
     KueueCohort,
     KueueSettings,
     KueueTenant,
+    LabelRequirement,
     MigGroup,
     MigManager,
     MigSharing,
@@ -42,12 +47,14 @@ from gpustack.model import (
     Nccl,
     NodePool,
     NodeResources,
+    NodeSelector,
     Preference,
     Replication,
     Scheduler,
     Serve,
     Sharing,
     SharingStrategy,
+    Stack,
     Taint,
     Tenant,
     Topology,
@@ -75,6 +82,19 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         hami=_hami(spec.get("hami", {})),
         kueue=_kueue(spec.get("kueue", {})),
         volcano=_volcano(spec.get("volcano", {})),
+        stack=Stack(spec.get("stack", Stack.GPU_OPERATOR.value)),
+        gpu_operator=_gpu_operator(spec.get("gpuOperator", {})),
+    )
+
+
+def _gpu_operator(data: Data) -> GpuOperator:
+    return GpuOperator(
+        chart_version=data.get("chartVersion", DEFAULT_GPU_OPERATOR_CHART_VERSION),
+        repository=data.get("repository", DEFAULT_GPU_OPERATOR_REPOSITORY),
+        namespace=data.get("namespace", DEFAULT_GPU_OPERATOR_NAMESPACE),
+        driver=data.get("driver", True),
+        toolkit=data.get("toolkit", True),
+        nfd=data.get("nfd", True),
     )
 
 
@@ -141,7 +161,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
     return NodePool(
         name=data["name"],
         gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu")),
-        nodes=tuple(data["nodes"]),
+        nodes=tuple(data.get("nodes", ())),
         labels=_pairs(data.get("labels")),
         taints=tuple(
             Taint(t["key"], t.get("value"), t["effect"], (*path, "taints", i))
@@ -156,6 +176,21 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         if resources is None
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
+        path=path,
+        selector=None if "selector" not in data else _selector(data["selector"], (*path, "selector")),
+        count=data.get("count"),
+        min_nodes=data.get("minNodes"),
+        max_nodes=data.get("maxNodes"),
+    )
+
+
+def _selector(data: Data, path: JsonPath) -> NodeSelector:
+    return NodeSelector(
+        match_labels=_pairs(data.get("matchLabels")),
+        match_expressions=tuple(
+            LabelRequirement(e["key"], e["operator"], tuple(e.get("values", ())))
+            for e in data.get("matchExpressions", [])
+        ),
         path=path,
     )
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
-from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
+from gpustack.model import Blueprint, NodePool, SharingStrategy, Stack, Tenant, Workload
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, pool_offers
 
@@ -81,7 +81,10 @@ class Context:
         Admission policies leave them alone, so they can never be a tenant's.
         """
         blueprint = self.blueprint
-        names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
+        if blueprint.stack is Stack.GPU_OPERATOR:
+            names = {"kube-system", blueprint.gpu_operator.namespace}  # the operator runs the plugin and MIG manager
+        else:
+            names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
         if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in blueprint.pools):
             names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
         return tuple(sorted(names))

@@ -14,9 +14,10 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "tenants": "tenant namespaces, GPU quotas and limit ranges",
     "device-plugin": "NVIDIA device plugin configuration",
     "mig": "MIG layouts for the GPU Operator's MIG manager",
-    "nodes": "node labels (server-side-apply patches)",
+    "gpu-operator": "the GPU Operator's namespace",
+    "nodes": "node labels, for review and Pulumi (not in the kustomization: use nodes/label-nodes.sh)",
     "node-taints": "node taints as patches that own each node's whole taint list (not in the kustomization; "
-    "apply deliberately, or use nodes/label-nodes.sh)",
+    "use nodes/label-nodes.sh)",
     "workloads": "ready-to-use workload templates",
     "admission": "admission policies that keep tenants on their pools",
     "kueue": "Kueue queues and flavors",
@@ -64,4 +65,6 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
         releases=releases,
         rows=sorted(rows, key=lambda row: row["file"]),
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
+        node_pools=[a.path for a in plan.artifacts if a.path.endswith(".node-pool.yaml")],
+        prerequisites=plan.prerequisites,
     )

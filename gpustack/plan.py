@@ -77,12 +77,21 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Prerequisite:
+    """A namespace the output puts objects in without creating it: what must already run there, in words."""
+
+    namespace: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     blueprint: str
     objects: tuple[Manifest, ...]
     releases: tuple[HelmRelease, ...]
     artifacts: tuple[Artifact, ...]
     diagnostics: tuple[Diagnostic, ...] = field(default=())  # warnings to show; an error here means do not write
+    prerequisites: tuple[Prerequisite, ...] = field(default=())
 
     def by_family(self, family: str) -> tuple[Manifest, ...]:
         return tuple(m for m in self.objects if m.family == family)
@@ -102,3 +111,4 @@ class FamilyOutput:
     releases: list[HelmRelease] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    prerequisites: list[Prerequisite] = field(default_factory=list)

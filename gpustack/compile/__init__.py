@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano, workloads
+from gpustack.compile import (
+    admission,
+    device_plugin,
+    gpu_operator,
+    hami,
+    kueue,
+    mig,
+    nodes,
+    tenants,
+    topology,
+    volcano,
+    workloads,
+)
 from gpustack.context import Context
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput, Manifest, Plan
@@ -14,6 +26,7 @@ Family = Callable[[Context], FamilyOutput]
 
 FAMILIES: tuple[Family, ...] = (
     tenants.compile_tenants,
+    gpu_operator.compile_gpu_operator,
     device_plugin.compile_device_plugin,
     mig.compile_mig,
     nodes.compile_nodes,
@@ -59,10 +72,12 @@ def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None) -> P
         merged.releases.extend(output.releases)
         merged.artifacts.extend(output.artifacts)
         merged.diagnostics.extend(output.diagnostics)
+        merged.prerequisites.extend(output.prerequisites)
     return Plan(
         blueprint=blueprint.name,
         objects=tuple(sorted(merged.objects, key=_rank)),
         releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
         artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
         diagnostics=tuple(merged.diagnostics),
+        prerequisites=tuple(sorted(set(merged.prerequisites), key=lambda p: (p.namespace, p.reason))),
     )

@@ -1,9 +1,9 @@
 """Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs and Volcano Jobs with correct GPU scheduling.
 
 Everything that makes a GPU pod land is derived, never typed twice: tolerations come from exactly its pool's
-taints, the required node affinity is gpustack's own pool label (GFD's product label changes with sharing:
-`-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones `Context.requests` resolved
-against what the pool advertises, with requests equal to limits.
+taints, the required node affinity is gpustack's own pool label or a selector pool's selector (GFD's product
+label changes with sharing: `-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones
+`Context.requests` resolved against what the pool advertises, with requests equal to limits.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gpustack.needs import Requests
 from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quantity import GIB, parse_quantity
+from gpustack.selection import node_selector_term
 
 FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
@@ -151,13 +152,10 @@ def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     return result
 
 
-def affinity(workload: Workload) -> dict[str, Any]:
+def affinity(workload: Workload, pool: NodePool) -> dict[str, Any]:
+    # A selector pool is found by its selector (the labels its provider sets), a static one by gpustack's pool label.
     node: dict[str, Any] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [workload.pool]}]}
-            ]
-        }
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [node_selector_term(pool)]}
     }
     if workload.prefer:
         node["preferredDuringSchedulingIgnoredDuringExecution"] = [
@@ -280,7 +278,7 @@ def pod_template(
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
     spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    spec["affinity"] = affinity(workload)
+    spec["affinity"] = affinity(workload, pool)
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
     spec["containers"] = [container(ctx, workload, pool, requests)]
