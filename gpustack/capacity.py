@@ -16,6 +16,7 @@ from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import GIB, format_gib, parse_quantity
 from gpustack.quota import quota_ceiling
+from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
 ISOLATION_WORDS = {
@@ -49,6 +50,7 @@ class PoolCapacity:
     gpus_per_node: int
     sharing: str
     units: tuple[Unit, ...]
+    selection: str | None = None  # a selector pool: how its nodes are found, and its autoscaling range
 
     @property
     def physical_gpus(self) -> int:
@@ -135,7 +137,7 @@ def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | 
 
 def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], int]) -> PoolCapacity:
     model = context.models.get(pool.name)
-    nodes = len(pool.nodes)
+    nodes = pool.node_count
     units = tuple(
         Unit(
             resource=offer.resource,
@@ -150,8 +152,21 @@ def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], i
         for offer in context.offers.get(pool.name, ())
     )
     return PoolCapacity(
-        pool.name, model.key if model else None, nodes, pool.gpu.count, str(pool.sharing.strategy), units
+        pool.name,
+        model.key if model else None,
+        nodes,
+        pool.gpu.count,
+        str(pool.sharing.strategy),
+        units,
+        _selection(pool),
     )
+
+
+def _selection(pool: NodePool) -> str | None:
+    if pool.selector is None:
+        return None
+    scaled = f", {pool.guaranteed_nodes} to {pool.node_count} nodes (counted at the most)" if pool.count is None else ""
+    return f"nodes selected by {describe_selection(pool)}{scaled}"
 
 
 def _grants(
@@ -239,6 +254,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                 "name": pool.name,
                 "model": pool.model,
                 "nodes": pool.nodes,
+                "selection": pool.selection,
                 "gpusPerNode": pool.gpus_per_node,
                 "physicalGpus": pool.physical_gpus,
                 "sharing": pool.sharing,

@@ -74,6 +74,8 @@ CODES: dict[str, str] = {
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",
     "GS803": "a Kubernetes version without ValidatingAdmissionPolicy",
+    "GS804": "a MIG pool with stack: device-plugin (needs an existing GPU Operator's MIG manager)",
+    "GS805": "a selector pool's minNodes above its maxNodes",
     # output (gpustack.write)
     "GS901": "the output directory cannot be replaced safely",
 }

@@ -270,7 +270,7 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
     pools = []
     for pool in blueprint.pools:
         model = context.models.get(pool.name)
-        nodes = len(pool.nodes)
+        nodes = pool.node_count
         pools.append(
             {
                 "name": pool.name,

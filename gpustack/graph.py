@@ -86,10 +86,10 @@ def _sharing_line(pool: NodePool) -> str:
 
 def _nodes_line(pool: NodePool) -> str:
     shown = ", ".join(pool.nodes[:MAX_NODES_SHOWN])
-    more = len(pool.nodes) - MAX_NODES_SHOWN
+    more = pool.node_count - MAX_NODES_SHOWN
     suffix = f" +{more} more" if more > 0 else ""
-    noun = "node" if len(pool.nodes) == 1 else "nodes"
-    return f"{len(pool.nodes)} {noun}: {shown}{suffix}"
+    noun = "node" if pool.node_count == 1 else "nodes"
+    return f"{pool.node_count} {noun}: {shown}{suffix}"
 
 
 def _pool_node(pool: NodePool) -> GraphNode:

@@ -22,4 +22,4 @@ def quota_ceiling(ctx: Context, tenant: Tenant, pool_name: str, resource: str, n
     offer = offer_for(ctx.offers.get(pool_name, ()), resource)
     if pool is None or offer is None:
         return nominal
-    return max(nominal, offer.per_node * len(pool.nodes))
+    return max(nominal, offer.per_node * pool.node_count)

@@ -175,7 +175,10 @@ def _taint(key: str, value: str | None, effect: str) -> Object:
 
 
 def resource_flavor(pool: NodePool, api_version: str) -> Object:
-    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
+    # A selector pool's exact labels are the ones its provider sets: Kueue's nodeSelector then holds from a node's
+    # first moment; nodeLabels is a plain map, so expressions fall back to gpustack's pool label.
+    labels = dict(pool.selector.match_labels) if pool.selector is not None else {}
+    spec: dict[str, Any] = {"nodeLabels": labels or {POOL_LABEL: pool.name}}
     if pool.taints:
         # Both, as the issue's pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
         # into admitted pods (and, listed together, make Kueue skip the taint check at admission).
@@ -211,7 +214,7 @@ def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
     """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
     node = pool.node_resources
     value = None if node is None else node.cpu if resource == CPU else node.memory
-    return None if value is None else parse_quantity(value) * len(pool.nodes)
+    return None if value is None else parse_quantity(value) * pool.node_count
 
 
 def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
@@ -223,7 +226,7 @@ def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -
     if resource in quota:
         return quota[resource]
     offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
-    return offer.per_node * len(pool.nodes) if offer is not None else 0
+    return offer.per_node * pool.node_count if offer is not None else 0
 
 
 def _limits(amounts: tuple[tuple[str, tuple[tuple[str, int], ...]], ...], pool: str) -> dict[str, int]:

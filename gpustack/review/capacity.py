@@ -103,7 +103,7 @@ def _pool_units(snapshot: Snapshot, pool: str) -> dict[str, Units]:
     found = snapshot.pools.get(pool)
     if found is None:
         return {}
-    return {offer.resource: _units(offer, len(found.nodes)) for offer in snapshot.offers(pool)}
+    return {offer.resource: _units(offer, found.node_count) for offer in snapshot.offers(pool)}
 
 
 def _sharing_text(snapshot: Snapshot, pool: str) -> str | None:
@@ -125,8 +125,8 @@ def pool_capacity(before: Snapshot, after: Snapshot, pool: str) -> PoolCapacity:
     return PoolCapacity(
         pool=pool,
         model=Pair(before.model_name(pool), after.model_name(pool)),
-        nodes=Pair(*(None if p is None else len(p.nodes) for p in sides)),
-        gpus=Pair(*(None if p is None else len(p.nodes) * p.gpu.count for p in sides)),
+        nodes=Pair(*(None if p is None else p.node_count for p in sides)),
+        gpus=Pair(*(None if p is None else p.node_count * p.gpu.count for p in sides)),
         sharing=Pair(_sharing_text(before, pool), _sharing_text(after, pool)),
         resources=resources,
     )
