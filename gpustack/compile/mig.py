@@ -29,11 +29,14 @@ def uses_mig(pool: NodePool) -> bool:
 
 
 def mig_config_label(ctx: Context, pool: NodePool) -> str | None:
-    """The `nvidia.com/mig.config` value for a pool's nodes; None where no MIG manager acts (not MIG-capable)."""
+    """The `nvidia.com/mig.config` value for a pool's nodes; None where no MIG manager acts (not MIG-capable, or
+    the standalone device plugin with no MIG pool: then nothing runs a MIG manager)."""
     if uses_mig(pool):
         return mig_config_name(pool.name)
     model = ctx.models.get(pool.name)
-    if model is not None and model.mig is not None:
+    if model is None or model.mig is None:
+        return None
+    if ctx.blueprint.stack is Stack.GPU_OPERATOR or any(uses_mig(p) for p in ctx.blueprint.pools):
         return MIG_DISABLED_CONFIG
     return None
 
