@@ -27,9 +27,9 @@ LABEL_VALUE_MAX = 63
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # blueprint-format.md `label-value`
 
 
-
 def script_of(output: FamilyOutput) -> Artifact:
     return next(a for a in output.artifacts if a.path == "nodes/label-nodes.sh")
+
 
 def pool(name: str, model: str = "L4", *, nodes: list[str], **extra: Any) -> dict:
     return {"name": name, "gpu": {"model": model, "count": 8}, "nodes": nodes, **extra}
