@@ -11,11 +11,14 @@ What is registered, in dependency order (each stage waits for every earlier one)
 1. `<name>-cluster` (PriorityClasses, the MIG ConfigMap, admission policies: built-in non-workload kinds)
    and `<name>-tenancy` (ResourceQuotas, LimitRanges: admission reads them, so they must exist before any
    pod in their namespace, or that pod escapes the quota and the defaults).
-2. One `core/v1` NodePatch per node: gpustack's labels, and the pool's taints only with `own_node_taints`.
+2. One `core/v1` NodePatch per node of a static pool: gpustack's labels, and the pool's taints only with
+   `own_node_taints`. Each waits for a read of its Node (`Node.get`), which fails on a node that does not exist:
+   a patch alone would create it. Selector pools get no patch: their provider labels their nodes.
    After the MIG ConfigMap, because the GPU Operator acts on a node's `nvidia.com/mig.config` at once.
-3. Every Helm release of the Plan (the NVIDIA device plugin; HAMi, Volcano or Kueue where used) with the
-   compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm hooks
-   (HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. After the labels, so the device
+3. Every Helm release of the Plan (the GPU Operator or the NVIDIA device plugin; HAMi, Volcano or Kueue where
+   used) with the compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm
+   hooks (GPU Operator, HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. Both wait for their
+   resources to be ready (neither sets skipAwait), as `helm --wait` does. After the labels, so the device
    plugin starts on nodes that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
    Volcano queues). After the charts, which install their CRDs (the Volcano and Kueue releases come
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi_kubernetes.core.v1 import Namespace, NodePatch
+from pulumi_kubernetes.core.v1 import Namespace, Node, NodePatch
 from pulumi_kubernetes.helm import v3 as helm_v3
 from pulumi_kubernetes.helm.v4 import Chart, RepositoryOptsArgs
 from pulumi_kubernetes.provider import Provider
@@ -484,11 +487,14 @@ class GpuCluster(pulumi.ComponentResource):
             },
         }
         spec_fields = {"taints": list(spec.taints)} if spec.taints is not None else None
+        # A server-side-apply patch of a Node that does not exist creates an empty one (pulumi-kubernetes #2194):
+        # read the node first, so a misspelt or not-yet-created node fails the update instead.
+        existing = Node.get(f"{name}-node-{spec.node}-exists", spec.node, opts=self._custom_opts(depends_on))
         return NodePatch(
             f"{name}-node-{spec.node}",
             metadata=metadata,
             spec=spec_fields,
-            opts=self._custom_opts(depends_on, retain_on_delete=self._args.retain_node_labels_on_delete),
+            opts=self._custom_opts([*depends_on, existing], retain_on_delete=self._args.retain_node_labels_on_delete),
         )
 
 
