@@ -41,7 +41,8 @@ def render_files(plan: Plan) -> dict[str, str]:
     for artifact in plan.artifacts:
         files[artifact.path] = artifact.text
     files[KUSTOMIZATION] = render_kustomization(plan, grouped)
-    files[README] = render_readme(plan, grouped)
+    applied = {file for file, manifests in grouped.items() if manifests[0].family not in NOT_IN_KUSTOMIZATION}
+    files[README] = render_readme(plan, grouped, applied)
     return dict(sorted(files.items()))
 
 

@@ -38,7 +38,27 @@ def _describe(manifests: list[Manifest]) -> str:
     return f"{family}: {counted}"
 
 
-def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
+# Built-in kinds applied before the charts, as Pulumi's stages 0 and 1 do: namespaces (the GPU Operator's carries
+# its Pod Security label before its privileged pods start), priority classes, quotas and limit ranges (a pod
+# admitted before its namespace's quota escapes it), admission policies.
+BEFORE_CHARTS = frozenset(
+    {
+        "Namespace",
+        "PriorityClass",
+        "ConfigMap",
+        "ResourceQuota",
+        "LimitRange",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+)
+
+
+def files_before_charts(grouped: dict[str, list[Manifest]], applied: set[str]) -> list[str]:
+    return [f for f, ms in grouped.items() if f in applied and all(m.kind in BEFORE_CHARTS for m in ms)]
+
+
+def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[str] | None = None) -> str:
     rows: list[dict[str, Any]] = [{"file": file, "description": _describe(ms)} for file, ms in grouped.items()]
     rows += [
         {"file": r.values_file, "description": f"Helm values for `{r.chart}` {r.version} (not applied by kustomize)"}
@@ -67,4 +87,5 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
         node_pools=[a.path for a in plan.artifacts if a.path.endswith(".node-pool.yaml")],
         prerequisites=plan.prerequisites,
+        first_files=files_before_charts(grouped, set(grouped) if applied is None else applied),
     )
