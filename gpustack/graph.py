@@ -15,6 +15,7 @@ from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
 from gpustack.review.fields import taint_text
 from gpustack.review.layouts import index_ranges
+from gpustack.selection import describe_selection
 
 MAX_NODES_SHOWN = 3  # a pool of 200 nodes must not make a 200-name box
 
@@ -85,6 +86,9 @@ def _sharing_line(pool: NodePool) -> str:
 
 
 def _nodes_line(pool: NodePool) -> str:
+    if pool.selector is not None:
+        size = str(pool.count) if pool.count is not None else f"{pool.min_nodes}-{pool.max_nodes}"
+        return f"{size} nodes: {describe_selection(pool)}"
     shown = ", ".join(pool.nodes[:MAX_NODES_SHOWN])
     more = pool.node_count - MAX_NODES_SHOWN
     suffix = f" +{more} more" if more > 0 else ""

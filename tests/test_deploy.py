@@ -246,6 +246,9 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
         else:
             assert chart["chart"] == release.chart
             assert chart["repositoryOpts"] == {"repo": release.repository}
+        # Every chart waits for its resources to be ready, as the README's `helm --wait` does: the custom
+        # resources after it meet served CRDs and webhooks.
+        assert not chart.get("skipAwait")
         if release.needs_hooks:
             # Stage 0 made the namespace; Helm waits for the release (hooks included) as `helm --wait` would.
             assert "createNamespace" not in chart and "skipAwait" not in chart
