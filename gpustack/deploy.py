@@ -468,6 +468,7 @@ class GpuCluster(pulumi.ComponentResource):
             namespace=release.namespace,
             repository_opts=None if release.oci else helm_v3.RepositoryOptsArgs(repo=release.repository),
             values=release.values,
+            disable_openapi_validation=True if release.skip_openapi_validation else None,
             # skip_await stays off: like `helm --wait`, the release is done once its pods are ready and hooks
             # have run, so the custom resources after it meet a serving admission webhook.
             opts=self._custom_opts(depends_on),

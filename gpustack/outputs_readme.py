@@ -76,6 +76,7 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[s
             "version": r.version,
             "namespace": r.namespace,
             "values_file": r.values_file,
+            "flags": " --disable-openapi-validation" if r.skip_openapi_validation else "",
             "repo_alias": r.name,
         }
         for r in plan.releases

@@ -55,6 +55,10 @@ class HelmRelease:
     skips them (pulumi-kubernetes #3284), so deploy.py installs such a release as a helm/v3 Release, which runs
     Helm itself. Not written to any compiled file."""
 
+    skip_openapi_validation: bool = False
+    """Helm must not validate the rendered objects against the cluster's OpenAPI schema: the GPU Operator chart's
+    CRD-upgrade hook needs `--disable-openapi-validation` on `helm upgrade` (its values.yaml, operator.upgradeCRD)."""
+
     @property
     def oci(self) -> bool:
         """The chart is an OCI artifact: helm and Pulumi take its full reference, with no repository to add."""

@@ -258,5 +258,7 @@ def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:
     readme = files["README.md"]
     assert "helm upgrade --install gpu-operator" in readme and "--version v26.7.0" in readme
     assert readme.count("--wait --timeout") == len(plan.releases)
+    # The operator upgrades its CRDs in a hook that needs it (values.yaml: operator.upgradeCRD).
+    assert "-f gpu-operator/values.yaml --wait --timeout 15m --disable-openapi-validation" in readme
     for name in files:
         assert f"`{name}`" in readme or name == "README.md"

@@ -252,6 +252,8 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
         if release.needs_hooks:
             # Stage 0 made the namespace; Helm waits for the release (hooks included) as `helm --wait` would.
             assert "createNamespace" not in chart and "skipAwait" not in chart
+            # The GPU Operator's CRD-upgrade hook needs it, as the README's `helm upgrade` has it.
+            assert chart.get("disableOpenapiValidation", False) == release.skip_openapi_validation
     # Every example that has Kueue tenants installs Kueue from its OCI chart.
     kueue = [r for r in plan.releases if r.name == "kueue"]
     assert all(r.oci and r.version == "0.19.2" for r in kueue)
