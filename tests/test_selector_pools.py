@@ -71,6 +71,7 @@ def test_the_output_says_exactly_what_each_node_pool_must_carry() -> None:
     assert fragment["labels"]["nvidia.com/mig.config"] == "gpustack-h100"
     assert "nvidia.com/device-plugin.config" in fragment["labels"]
     assert fragment["taints"] == [{"key": "gpustack.io/pool", "value": "h100", "effect": "NoSchedule"}]
+    assert fragment["taintsAsText"] == ["gpustack.io/pool=h100:NoSchedule"]  # AKS nodeTaints, eksctl
     assert fragment["selector"] == "karpenter.sh/nodepool=gpu-h100,karpenter.sh/capacity-type=on-demand"
     readme = files["README.md"]
     assert "`nodes/h100.node-pool.yaml`" in readme and "`nodes/l4.node-pool.yaml`" in readme
