@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import yaml
+from admission_cel import Admission, Request
 from builders import blueprint, context
 from click.testing import CliRunner
 
@@ -173,3 +174,31 @@ def test_a_pool_names_its_nodes_or_selects_them_not_both_and_says_how_many() -> 
     assert diagnostics_for({**STATIC, "count": 2})[0] == ("GS108", "$.spec.nodePools[0].count")
     assert [c for c, _ in diagnostics_for({**KARPENTER, "minNodes": 4})] == ["GS805"]
     assert [c for c, _ in diagnostics_for({**GKE, "minNodes": 1, "maxNodes": 2})] == ["GS108", "GS108"]
+
+
+def test_admission_keeps_other_tenants_off_a_selector_pool_by_its_provider_label() -> None:
+    other = {"name": "web", "namespaces": ["web"], "pools": ["t4"]}
+    bp = blueprint(KARPENTER, GKE, STATIC, stack="gpu-operator", tenants=[TENANT, other])
+    objects = [m.obj for m in compile_blueprint(bp).by_family("admission")]
+
+    def review(namespace: str, selector: dict[str, str]) -> bool:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": namespace},
+            "spec": {"nodeSelector": selector, "containers": [{"name": "main", "image": "busybox"}]},
+        }
+        ns = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": namespace,
+                "labels": {"kubernetes.io/metadata.name": namespace, "gpustack.io/tenant": namespace},
+            },
+        }
+        return Admission(objects).review(Request("CREATE", pod, ns)).admitted
+
+    # The tenant granted the pool may name it by the label Karpenter sets; another tenant may not.
+    assert review("ml", {"karpenter.sh/nodepool": "gpu-h100"})
+    assert not review("web", {"karpenter.sh/nodepool": "gpu-h100"})
+    assert not review("web", {"cloud.google.com/gke-nodepool": "l4-pool"})
