@@ -77,6 +77,7 @@ CODES: dict[str, str] = {
     "GS803": "a Kubernetes version without ValidatingAdmissionPolicy",
     "GS804": "a MIG pool with stack: device-plugin (needs an existing GPU Operator's MIG manager)",
     "GS805": "a selector pool's minNodes above its maxNodes",
+    "GS806": "a GPU Operator chart outside the v26.7.x line gpustack's values are checked against",
     # output (gpustack.write)
     "GS901": "the output directory cannot be replaced safely",
 }

@@ -1,5 +1,5 @@
 """Cluster-wide settings: pinned charts, a Kubernetes version gpustack knows, a stack that can run the pools
-(GS801-GS805)."""
+(GS801-GS806)."""
 
 from __future__ import annotations
 
@@ -90,6 +90,23 @@ def check_stack_runs_mig(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+CHECKED_OPERATOR_SERIES = "v26.7."  # the chart line whose values.yaml the written keys are checked against
+
+
+def check_operator_series(ctx: Context) -> Iterator[Diagnostic]:
+    operator = ctx.blueprint.gpu_operator
+    if ctx.blueprint.stack is not Stack.GPU_OPERATOR or not _PINNED.match(operator.chart_version):
+        return
+    if not operator.chart_version.startswith(CHECKED_OPERATOR_SERIES):
+        yield ctx.warning(
+            "GS806",
+            (*operator.path, "chartVersion"),
+            f"GPU Operator chart {operator.chart_version} is not a {CHECKED_OPERATOR_SERIES}x release: the values "
+            "gpustack writes are checked against v26.7.0, and the chart silently ignores keys it does not know",
+            "pin a v26.7.x release, or compare gpu-operator/values.yaml with that chart's values.yaml first",
+        )
+
+
 def check_pool_size(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.min_nodes is not None and pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
@@ -102,4 +119,4 @@ def check_pool_size(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_chart_pinned, check_kubernetes_version, check_stack_runs_mig, check_pool_size)
+RULES = (check_chart_pinned, check_kubernetes_version, check_stack_runs_mig, check_operator_series, check_pool_size)
