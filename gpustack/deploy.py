@@ -56,6 +56,7 @@ from gpustack.model import Blueprint
 from gpustack.names import FIELD_MANAGER
 from gpustack.plan import HelmRelease, Manifest, Object, Plan
 from gpustack.report import SourceLine, format_text
+from gpustack.selection import describe_selection
 from gpustack.validation import validate_path
 
 TYPE = "gpustack:index:GpuCluster"
@@ -280,6 +281,8 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
                 "gpu": {"model": model.key if model is not None else pool.gpu.model, "perNode": pool.gpu.count},
                 "sharing": str(pool.sharing.strategy),
                 "nodes": list(pool.nodes),
+                # A selector pool's nodes are its provider's: how they are found instead of their names.
+                **({"selector": describe_selection(pool)} if pool.selector is not None else {}),
                 "resources": [
                     {
                         "resource": offer.resource,
