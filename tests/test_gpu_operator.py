@@ -19,7 +19,7 @@ from gpustack.compile.gpu_operator import build_values
 from gpustack.compile.nodes import OPERATOR_DEVICE_PLUGIN_LABEL, node_labels
 from gpustack.outputs import render_files
 from gpustack.plan import Plan
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
 
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 H100_MIG = {
@@ -250,3 +250,11 @@ def test_every_namespaced_object_lives_where_the_output_creates_or_names_a_names
         assert namespace in created | named | EXISTING, f"{obj['kind']} {obj['metadata']['name']} in {namespace}"
     # Helm releases go to namespaces `--create-namespace` (and Pulumi's stage 0) make.
     assert all(r.namespace for r in plan.releases)
+
+
+def test_gpu_operator_settings_with_the_standalone_stack_are_refused_where_written() -> None:
+    text = (CASES / "schema" / "valid" / "minimal.yaml").read_text()
+    edited = text.replace("spec:\n", "spec:\n  stack: device-plugin\n  gpuOperator: {driver: false}\n", 1)
+    diagnostics = validate_text(edited, "edited.yaml").diagnostics
+    assert [(d.code, d.json_path) for d in diagnostics] == [("GS108", "$.spec.gpuOperator")]
+    assert diagnostics[0].span is not None and diagnostics[0].span.start.line == 8  # the gpuOperator line
