@@ -6,9 +6,12 @@ admission, the simulator) asks here, so a selector pool is selected the same way
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpustack.model import LabelRequirement, NodePool
 from gpustack.names import POOL_LABEL
-from gpustack.plan import Object
+
+Object = dict[str, Any]  # a Kubernetes object fragment; not gpustack.plan's, which sits a layer above
 
 
 def pool_requirements(pool: NodePool) -> tuple[LabelRequirement, ...]:
