@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "graph": ("gpustack.commands.graph", "Draw pools, tenants and workloads as a Mermaid diagram."),
     "simulate": ("gpustack.commands.simulate", "Place every workload's pods as kube-scheduler would, before apply."),
     "capacity": ("gpustack.commands.capacity", "Show what each pool can give and what each tenant may take."),
+    "rollout": ("gpustack.commands.rollout", "Plan a change on a running cluster: node waves, drains, waits."),
 }
 EXIT_INTERNAL = 3
 

@@ -9,34 +9,47 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpustack.defaults import (
+    DEVICE_PLUGIN,
+    GPU_OPERATOR,
+    HAMI_RELEASE,
+    HAMI_SHARING,
+    KUEUE,
+    MIG_MANAGER,
+    TENANT_VOLCANO,
+    VOLCANO,
+    schema_default,
+)
 from gpustack.diagnostic import JsonPath
 
-DEFAULT_CHART_VERSION = "0.20.0"
-DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
-DEFAULT_DEVICE_PLUGIN_NAMESPACE = "nvidia-device-plugin"
-DEFAULT_MIG_NAMESPACE = "gpu-operator"
-DEFAULT_MIG_CONFIGMAP = "gpustack-mig-parted-config"
+# Defaults are written once, in the schema (gpustack/defaults.py reads them); these names are for compile and tests.
+DEFAULT_CHART_VERSION: str = schema_default(DEVICE_PLUGIN, "chartVersion")
+DEFAULT_CHART_REPOSITORY: str = schema_default(DEVICE_PLUGIN, "repository")
+DEFAULT_DEVICE_PLUGIN_NAMESPACE: str = schema_default(DEVICE_PLUGIN, "namespace")
+DEFAULT_MIG_NAMESPACE: str = schema_default(MIG_MANAGER, "namespace")
+DEFAULT_MIG_CONFIGMAP: str = schema_default(MIG_MANAGER, "configMap")
 # HAMi v2.10.0 (2026-08-21), the release the chart values gpustack writes were checked against.
-DEFAULT_HAMI_CHART_VERSION = "2.10.0"
-DEFAULT_HAMI_CHART_REPOSITORY = "https://project-hami.github.io/HAMi"
-DEFAULT_HAMI_NAMESPACE = "kube-system"  # where HAMi's own install guide puts it
-DEFAULT_HAMI_SCHEDULER = "hami-scheduler"  # the chart's `schedulerName` default
+DEFAULT_HAMI_CHART_VERSION: str = schema_default(HAMI_RELEASE, "chartVersion")
+DEFAULT_HAMI_CHART_REPOSITORY: str = schema_default(HAMI_RELEASE, "repository")
+DEFAULT_HAMI_NAMESPACE: str = schema_default(HAMI_RELEASE, "namespace")  # where HAMi's own install guide puts it
+DEFAULT_HAMI_SCHEDULER: str = schema_default(HAMI_RELEASE, "schedulerName")  # the chart's `schedulerName` default
 # Kueue v0.19.2, the release the Kueue objects were checked against (its CRDs, CEL rules included); its chart is
 # published only as an OCI artifact.
-DEFAULT_KUEUE_CHART_VERSION = "0.19.2"
+DEFAULT_KUEUE_CHART_VERSION: str = schema_default(KUEUE, "chartVersion")
 KUEUE_CHART_REPOSITORY = "oci://registry.k8s.io/kueue/charts"
-DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+DEFAULT_KUEUE_NAMESPACE: str = schema_default(KUEUE, "namespace")
 # Volcano v1.15.1, the release the scheduler configuration and the Queue/Job CRDs were checked against.
-DEFAULT_VOLCANO_CHART_VERSION = "1.15.1"
+DEFAULT_VOLCANO_CHART_VERSION: str = schema_default(VOLCANO, "chartVersion")
 VOLCANO_CHART_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
-DEFAULT_VOLCANO_NAMESPACE = "volcano-system"
+DEFAULT_VOLCANO_NAMESPACE: str = schema_default(VOLCANO, "namespace")
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage version since v0.16
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
-DEFAULT_VOLCANO_QUEUE_WEIGHT = 1
+DEFAULT_KUEUE_API_VERSION: str = schema_default(KUEUE, "apiVersion")
+DEFAULT_VOLCANO_QUEUE_WEIGHT: int = schema_default(TENANT_VOLCANO, "weight")
 # GPU Operator v26.7.0 (2026-08-20): the chart whose values.yaml every key gpustack writes is checked against.
-DEFAULT_GPU_OPERATOR_CHART_VERSION = "v26.7.0"
-DEFAULT_GPU_OPERATOR_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
-DEFAULT_GPU_OPERATOR_NAMESPACE = "gpu-operator"
+DEFAULT_GPU_OPERATOR_CHART_VERSION: str = schema_default(GPU_OPERATOR, "chartVersion")
+DEFAULT_GPU_OPERATOR_REPOSITORY: str = schema_default(GPU_OPERATOR, "repository")
+DEFAULT_GPU_OPERATOR_NAMESPACE: str = schema_default(GPU_OPERATOR, "namespace")
 
 
 class Stack(StrEnum):
@@ -98,7 +111,7 @@ class DevicePlugin:
     chart_version: str = DEFAULT_CHART_VERSION
     repository: str = DEFAULT_CHART_REPOSITORY
     namespace: str = DEFAULT_DEVICE_PLUGIN_NAMESPACE
-    gfd: bool = True
+    gfd: bool = schema_default(DEVICE_PLUGIN, "gfd")
     flags: DevicePluginFlags = field(default_factory=DevicePluginFlags)
     path: JsonPath = ("spec", "devicePlugin")
 
@@ -116,9 +129,9 @@ class GpuOperator:
     chart_version: str = DEFAULT_GPU_OPERATOR_CHART_VERSION
     repository: str = DEFAULT_GPU_OPERATOR_REPOSITORY
     namespace: str = DEFAULT_GPU_OPERATOR_NAMESPACE
-    driver: bool = True
-    toolkit: bool = True
-    nfd: bool = True
+    driver: bool = schema_default(GPU_OPERATOR, "driver")
+    toolkit: bool = schema_default(GPU_OPERATOR, "toolkit")
+    nfd: bool = schema_default(GPU_OPERATOR, "nfd")
     path: JsonPath = ("spec", "gpuOperator")
 
 
@@ -137,7 +150,7 @@ class HamiSettings:
 class KueueSettings:
     """The Kueue objects' API version, and the Kueue Helm release, installed when a tenant uses scheduler: kueue."""
 
-    api_version: str = KUEUE_V1BETA2
+    api_version: str = DEFAULT_KUEUE_API_VERSION
     chart_version: str = DEFAULT_KUEUE_CHART_VERSION
     namespace: str = DEFAULT_KUEUE_NAMESPACE
     path: JsonPath = ("spec", "kueue")
@@ -147,7 +160,9 @@ class KueueSettings:
 class VolcanoSettings:
     """The Volcano Helm release, installed when a tenant uses scheduler: volcano or a workload is a VolcanoJob."""
 
-    binpack: bool = False  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
+    binpack: bool = schema_default(
+        VOLCANO, "binpack"
+    )  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
     chart_version: str = DEFAULT_VOLCANO_CHART_VERSION
     namespace: str = DEFAULT_VOLCANO_NAMESPACE
     path: JsonPath = ("spec", "volcano")
@@ -191,9 +206,9 @@ class MigSharing:
 
 @dataclass(frozen=True)
 class HamiSharing:
-    split_count: int = 10
-    memory_scaling: float = 1.0
-    core_scaling: float = 1.0
+    split_count: int = schema_default(HAMI_SHARING, "splitCount")
+    memory_scaling: float = float(schema_default(HAMI_SHARING, "memoryScaling"))
+    core_scaling: float = float(schema_default(HAMI_SHARING, "coreScaling"))
     path: JsonPath = ()
 
 

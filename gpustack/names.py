@@ -14,6 +14,8 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_DISABLED_CONFIG = "all-disabled"
 FIELD_MANAGER = "gpustack"
 MAX_LABEL_VALUE = 63
+# The Kubernetes minor where ValidatingAdmissionPolicy is GA: older clusters get no policies (GS803 warns).
+ADMISSION_POLICY_MINOR = 30
 # Kueue: the label that sends a workload to a LocalQueue, and the LocalQueue gpustack makes in each tenant
 # namespace. Named `default` on purpose: Kueue (LocalQueueDefaulting, on by default since v0.12) sends
 # workloads that carry no queue label to the namespace's LocalQueue named `default`.

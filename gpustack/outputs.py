@@ -56,12 +56,12 @@ def render_kustomization(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
 
 
 def streamed(plan: Plan) -> list[Manifest]:
-    """The objects `compile -o -` streams: exactly those the kustomization applies."""
+    """The objects `compile -d -` streams: exactly those the kustomization applies."""
     return [m for m in plan.objects if m.family not in NOT_IN_KUSTOMIZATION]
 
 
 def render_stream(plan: Plan) -> str:
-    """The kustomization's objects as one multi-document YAML stream (`compile -o -`)."""
+    """The kustomization's objects as one multi-document YAML stream (`compile -d -`)."""
     return dump_all(m.obj for m in streamed(plan))
 
 

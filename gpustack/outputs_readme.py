@@ -6,6 +6,8 @@ from typing import Any
 
 import jinja2
 
+from gpustack.compile.gpu_operator import CHART_NAME as OPERATOR_CHART
+from gpustack.names import POOL_LABEL
 from gpustack.plan import Manifest, Plan
 from gpustack.templating import package_template
 
@@ -81,12 +83,24 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[s
         }
         for r in plan.releases
     ]
+    operator = next((r for r in plan.releases if r.chart == OPERATOR_CHART), None)
+    # The operator installs the driver and toolkit unless the blueprint says the nodes already have them.
+    installs_runtime = operator is not None and all(
+        operator.values.get(part, {}).get("enabled", True) for part in ("driver", "toolkit")
+    )
     return _template().render(
         blueprint=plan.blueprint,
+        installs_runtime=installs_runtime,
+        has_operator=operator is not None,
         releases=releases,
         rows=sorted(rows, key=lambda row: row["file"]),
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
         node_pools=[a.path for a in plan.artifacts if a.path.endswith(".node-pool.yaml")],
         prerequisites=plan.prerequisites,
         first_files=files_before_charts(grouped, set(grouped) if applied is None else applied),
+        nodes=sorted({m.name for m in plan.objects if m.kind == "Node"}),
+        # MIG layouts as the mig family's ConfigMap (stack: device-plugin) or in the GPU Operator's values.
+        has_mig=bool(plan.by_family("mig")) or (operator is not None and "migManager" in operator.values),
+        has_admission=bool(plan.by_family("admission")),
+        pool_label=POOL_LABEL,
     )

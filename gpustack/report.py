@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpustack.diagnostic import Diagnostic, Severity
+from gpustack.codes import CODES, docs_page
+from gpustack.diagnostic import Diagnostic, Severity, Span
+from gpustack.jsondoc import dump_document
 
 SourceLine = Callable[[str, int], str]
 
@@ -28,12 +29,22 @@ def format_diagnostic(diagnostic: Diagnostic, source_line: SourceLine = _no_sour
             gutter = str(span.start.line)
             lines.append(f"{' ' * len(gutter)} |")
             lines.append(f"{gutter} | {text.expandtabs(1)}")
-            lines.append(f"{' ' * len(gutter)} | {' ' * (span.start.column - 1)}^")
+            lines.append(f"{' ' * len(gutter)} | {' ' * (span.start.column - 1)}{_underline(span, text)}")
     for related in diagnostic.related:
         lines.append(f"  note: see {related.file}:{related.start.line}:{related.start.column}")
     if diagnostic.hint:
         lines.append(f"  = hint: {diagnostic.hint}")
+    if diagnostic.code in CODES:
+        lines.append(f"  = see: {docs_page(diagnostic.code)}")
     return "\n".join(lines)
+
+
+def _underline(span: Span, text: str) -> str:
+    """Carets under the whole value when it ends on its first line, else one at its start."""
+    end = span.end
+    if end is None or end.line != span.start.line or end.column <= span.start.column:
+        return "^"
+    return "^" * min(end.column - span.start.column, max(len(text) - span.start.column + 1, 1))
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
@@ -70,17 +81,18 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
     return out
 
 
+def file_report(file: str, diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    return {
+        "file": file,
+        "valid": errors == 0,
+        "errorCount": errors,
+        "warningCount": len(diagnostics) - errors,
+        "diagnostics": [diagnostic_json(d) for d in diagnostics],
+    }
+
+
 def format_json(results: Sequence[tuple[str, Sequence[Diagnostic]]]) -> str:
-    files = []
-    for file, diagnostics in results:
-        errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-        files.append(
-            {
-                "file": file,
-                "valid": errors == 0,
-                "error_count": errors,
-                "warning_count": len(diagnostics) - errors,
-                "diagnostics": [diagnostic_json(d) for d in diagnostics],
-            }
-        )
-    return json.dumps({"valid": all(f["valid"] for f in files), "files": files}, indent=2, sort_keys=False) + "\n"
+    """A ValidationReport: every file's diagnostics (also what other commands print for an invalid blueprint)."""
+    files = [file_report(file, diagnostics) for file, diagnostics in results]
+    return dump_document("ValidationReport", {"valid": all(f["valid"] for f in files), "files": files})

@@ -341,7 +341,7 @@ def _not_allowed(error: ValidationError, doc: Document, path: JsonPath) -> Diagn
     )
     message = f"invalid value {_got_value(doc, path, value)} for {_name(path)}: {expected}"
     hint = _about(error.schema)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(allowed) > 1:  # one allowed value: the message names it already
         words = [a for a in allowed if isinstance(a, str)]
         # Compare case-insensitively so `noschedule` finds NoSchedule, but suggest the real spelling.
         lowered = {a.lower(): a for a in words}

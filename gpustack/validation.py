@@ -1,23 +1,46 @@
-"""The front half of the pipeline: text -> Document -> shape -> Blueprint -> semantic checks."""
+"""The front half of the pipeline: text -> Document -> shape -> Blueprint (and its workload templates) -> checks.
+
+Every command reads a blueprint through here, and its workload templates through `read_templates`, the one door
+that confines them: a template is a relative path inside the blueprint's folder (on disk, or at a git revision).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
-from gpustack.compile.templates import TEMPLATE_ERROR
-from gpustack.compile.workloads import compile_workloads
-from gpustack.context import Context
-from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors
-from gpustack.load import Document, parse_document, read_document
+from gpustack.context import Locate
+from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors, sort_diagnostics
+from gpustack.load import MAX_BYTES, Document, parse_document, read_document
 from gpustack.model import Blueprint
+from gpustack.report import SourceLine
 from gpustack.schema import check_shape
+
+TEMPLATE_UNREADABLE = "GS605"
+MAX_TEMPLATE_BYTES = 1024 * 1024
+FOLDER_HINT = "template paths are relative to the blueprint's folder"
+CONFINED_HINT = (
+    "a template path is relative and stays inside the blueprint's folder (no absolute path, no '..', no symlink "
+    "out of it): move or copy the template next to the blueprint"
+)
+
+
+class TemplateUnreadable(Exception):
+    """Why a workload template cannot be read, and what to do about it (a GS605 at its `template:` line)."""
+
+    def __init__(self, reason: str, hint: str = FOLDER_HINT) -> None:
+        super().__init__(reason)
+        self.hint = hint
+
+
+# A template path as the blueprint writes it -> its text; raises TemplateUnreadable.
+ReadTemplate = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -37,17 +60,21 @@ class Validation:
         return Validation(self.file, self.document, self.blueprint, promoted)
 
 
-def validate_document(document: Document) -> Validation:
+def validate_document(document: Document, read_template: ReadTemplate | None = None) -> Validation:
+    """Shape, then the blueprint with the templates `read_template` gives (none read without it), then the checks."""
     shape = check_shape(document)
     if shape:
         return Validation(document.file, document, None, tuple(shape))
     blueprint = build_blueprint(document.data, document.file)
-    return Validation(
-        document.file, document, blueprint, tuple(run_checks(blueprint, load_catalog(), _locator(document)))
-    )
+    locate = document_locator(document)
+    unread: list[Diagnostic] = []
+    if read_template is not None:
+        blueprint, unread = read_templates(blueprint, read_template, locate)
+    found = run_checks(blueprint, load_catalog(), locate)
+    return Validation(document.file, document, blueprint, tuple(sort_diagnostics([*found, *unread])))
 
 
-def _locator(document: Document) -> Callable[[JsonPath, bool], Span | None]:
+def document_locator(document: Document) -> Locate:
     """Where a path (or its key) stands in the document, for checks that only know paths."""
 
     def locate(path: JsonPath, key: bool) -> Span | None:
@@ -56,69 +83,116 @@ def _locator(document: Document) -> Callable[[JsonPath, bool], Span | None]:
     return locate
 
 
-def validate_text(text: str | bytes, file: str) -> Validation:
+def validate_text(text: str | bytes, file: str, read_template: ReadTemplate | None = None) -> Validation:
     try:
         document = parse_document(text, file)
     except DiagnosticError as error:
         return Validation(file, None, None, error.diagnostics)
-    return validate_document(document)
-
-
-MAX_TEMPLATE_BYTES = 1024 * 1024
+    return validate_document(document, read_template)
 
 
 def validate_path(path: str | os.PathLike[str]) -> Validation:
+    """A blueprint file (or - for standard input), with its templates read from its folder."""
     name = os.fspath(path)
     try:
         document = read_document(path)
     except DiagnosticError as error:
         return Validation(name, None, None, error.diagnostics)
-    result = validate_document(document)
-    if result.blueprint is None or not any(w.template for w in result.blueprint.workloads):
-        return result
     base = Path(name).parent if name != "-" else Path.cwd()
-    return _with_templates(result, base)
+    return validate_document(document, folder_templates(base))
 
 
-def _with_templates(result: Validation, base: Path) -> Validation:
-    """Read the workload templates a blueprint names, relative to the blueprint's folder."""
-    assert result.blueprint is not None and result.document is not None
+def read_templates(blueprint: Blueprint, read: ReadTemplate, locate: Locate) -> tuple[Blueprint, list[Diagnostic]]:
+    """The blueprint with the text of every template its workloads name, and a GS605 for each one unreadable."""
     texts: dict[str, str] = {}
     problems: list[Diagnostic] = []
-    for workload in result.blueprint.workloads:
+    for workload in blueprint.workloads:
         if workload.template is None or workload.template in texts:
             continue
         path = (*workload.path, "template")
         try:
-            file = base / workload.template
+            texts[workload.template] = read(workload.template)
+        except TemplateUnreadable as error:
+            problems.append(
+                Diagnostic(
+                    TEMPLATE_UNREADABLE,
+                    Severity.ERROR,
+                    f"cannot read template '{workload.template}' of workload '{workload.name}': {error}",
+                    locate(path, False),
+                    path,
+                    error.hint,
+                )
+            )
+    return dataclasses.replace(blueprint, templates=tuple(sorted(texts.items()))), problems
+
+
+def confined_template(template: str) -> PurePosixPath:
+    """A template path that cannot leave the blueprint's folder by its spelling: relative, without '..'.
+
+    A template is user input that ends up applied in a tenant's namespace and quoted in review comments: a path
+    out of the folder would copy any file the user can read (another team's Secret) into both.
+    """
+    path = PurePosixPath(template)
+    if path.is_absolute():
+        raise TemplateUnreadable("an absolute path; templates are read only from the blueprint's folder", CONFINED_HINT)
+    if ".." in path.parts:
+        raise TemplateUnreadable("the path goes up with '..', out of the blueprint's folder", CONFINED_HINT)
+    return path
+
+
+def folder_templates(folder: Path) -> ReadTemplate:
+    """Templates read from a folder on disk, each resolved (symlinks followed) and kept inside it."""
+
+    def read(template: str) -> str:
+        relative = confined_template(template)
+        root = folder.resolve()
+        try:
+            file = (root / relative).resolve(strict=True)
+        except (OSError, RuntimeError) as error:  # missing, unreadable folder, or a symlink loop
+            raise TemplateUnreadable(str(error)) from error
+        if not file.is_relative_to(root):
+            raise TemplateUnreadable(f"a symlink leads out of the blueprint's folder (to {file})", CONFINED_HINT)
+        try:
             if not file.is_file():  # a device or a pipe could be endless; a directory has no text
                 raise OSError(f"{file} is not a regular file")
             if file.stat().st_size > MAX_TEMPLATE_BYTES:
                 raise OSError(f"larger than {MAX_TEMPLATE_BYTES} bytes")
-            texts[workload.template] = file.read_text(encoding="utf-8")
+            return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            problems.append(
-                Diagnostic(
-                    "GS605",
-                    Severity.ERROR,
-                    f"cannot read template '{workload.template}' of workload '{workload.name}': {error}",
-                    result.document.span(path),
-                    path,
-                    "template paths are relative to the blueprint's folder",
-                )
-            )
-    blueprint = dataclasses.replace(result.blueprint, templates=tuple(sorted(texts.items())))
-    if not has_errors((*result.diagnostics, *problems)):
-        problems.extend(_rendered_template_problems(blueprint, result.document))
-    return Validation(
-        result.file,
-        result.document,
-        blueprint,
-        tuple(sorted((*result.diagnostics, *problems), key=Diagnostic.sort_key)),
-    )
+            raise TemplateUnreadable(str(error)) from error
+
+    return read
 
 
-def _rendered_template_problems(blueprint: Blueprint, document: Document) -> list[Diagnostic]:
-    """Render the templates as compile would, so `validate` fails exactly where `compile` would (GS606)."""
-    output = compile_workloads(Context(blueprint, load_catalog(), _locator(document)))
-    return [d for d in output.diagnostics if d.code == TEMPLATE_ERROR]
+def source_lines(results: Sequence[Validation]) -> SourceLine:
+    """The one lookup from (file, line) to its text, for diagnostics that show their source line and a caret.
+
+    A file that did not load (not UTF-8, not YAML) is read again for display only, best effort.
+    """
+    documents = {r.file: r.document for r in results if r.document is not None}
+    for result in results:
+        if result.file not in documents and result.file != "-":
+            shown = _read_for_display(result.file)
+            if shown is not None:
+                documents[result.file] = shown
+
+    def lookup(file: str, line: int) -> str:
+        document = documents.get(file)
+        return document.source_line(line) if document is not None else ""
+
+    return lookup
+
+
+def _read_for_display(file: str) -> Document | None:
+    """The text of a file that failed to load, so its diagnostics can still show the line.
+
+    Only regular files under the size cap: a device or a pipe could be endless, and was refused already.
+    """
+    try:
+        if not os.path.isfile(file) or os.path.getsize(file) > MAX_BYTES:
+            return None
+        with open(file, "rb") as handle:
+            text = handle.read(MAX_BYTES + 1).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return Document(file, text, None, {}, {})

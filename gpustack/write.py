@@ -34,12 +34,12 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
     """Replace out_dir with the plan's files; a failure at any point leaves the previous output intact."""
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
-        raise _refuse(target, "exists and is not a directory", "choose another -o")
+        raise _refuse(target, "exists and is not a directory", "choose another --out-dir")
     if target.exists() and any(target.iterdir()) and not _is_ours(target):
         raise _refuse(
             target,
             "is not empty and was not written by gpustack",
-            "gpustack replaces its output directory whole; point -o at an empty or gpustack-made directory",
+            "gpustack replaces its output directory whole; point --out-dir at an empty or gpustack-made directory",
         )
     files = render_files(plan)
     try:

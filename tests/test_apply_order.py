@@ -10,8 +10,8 @@ import yaml
 from conftest import BLUEPRINTS
 
 from gpustack.compile import compile_blueprint
-from gpustack.deploy import CLUSTER, NAMESPACES, TENANCY, deploy_plan
 from gpustack.outputs import render_files
+from gpustack.registration import CLUSTER, NAMESPACES, TENANCY, deploy_plan
 from gpustack.validation import validate_path
 
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))

@@ -33,7 +33,9 @@ EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 def compiled(path: Path) -> Plan:
     result = validate_path(path)
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
-    return compile_blueprint(result.blueprint)
+    plan = compile_blueprint(result.blueprint)
+    assert plan.diagnostics == (), "compile reports nothing the checks did not"
+    return plan
 
 
 def is_custom_resource(obj: dict) -> bool:
@@ -139,7 +141,7 @@ def test_seed_traps_cannot_happen(example: Path) -> None:
 def compile_in_subprocess(example: Path, out: Path, seed: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     subprocess.run(
-        [sys.executable, "-m", "gpustack", "compile", str(example), "-o", str(out)],
+        [sys.executable, "-m", "gpustack", "compile", str(example), "-d", str(out)],
         check=True,
         env=env,
         capture_output=True,
@@ -162,12 +164,12 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_check_reports_stale_and_current(tmp_path: Path) -> None:
     out = tmp_path / "out"
     example = str(BLUEPRINTS / "quickstart.yaml")
-    assert run("compile", example, "-o", str(out))[0] == 0
-    assert run("compile", example, "-o", str(out), "--check") == (0, f"{out} is up to date\n", "")
+    assert run("compile", example, "-d", str(out))[0] == 0
+    assert run("compile", example, "-d", str(out), "--check") == (0, f"{out} is up to date\n", "")
     values = out / "gpu-operator" / "values.yaml"
     values.write_text(values.read_text() + "# hand edit\n")
     (out / "stray.yaml").write_text("x: 1\n")
-    code, stdout, _ = run("compile", example, "-o", str(out), "--check")
+    code, stdout, _ = run("compile", example, "-d", str(out), "--check")
     assert code == 1
     assert "changed: gpu-operator/values.yaml" in stdout and "-# hand edit" in stdout
     assert "unexpected: stray.yaml" in stdout
@@ -175,26 +177,26 @@ def test_check_reports_stale_and_current(tmp_path: Path) -> None:
 
 def test_invalid_blueprint_writes_nothing_and_keeps_previous_output(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    code, _, stderr = run("compile", str(CASES / "invalid" / "seed-a100-4x3g20gb.yaml"), "-o", str(out))
+    code, _, stderr = run("compile", str(CASES / "invalid" / "seed-a100-4x3g20gb.yaml"), "-d", str(out))
     assert code == 1
     assert "error[GS303]" in stderr and "nothing written" in stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    assert run("compile", str(CASES / "invalid" / "unknown-model.yaml"), "-o", str(tmp_path / "fresh"))[0] == 1
+    assert run("compile", str(CASES / "invalid" / "unknown-model.yaml"), "-d", str(tmp_path / "fresh"))[0] == 1
     assert not (tmp_path / "fresh").exists()
 
 
 def test_a_failed_write_leaves_the_previous_output_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     def broken_write(self: Path, *args: object, **kwargs: object) -> int:
         raise OSError("disk full")
 
     monkeypatch.setattr(Path, "write_text", broken_write)
-    code, _, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out))
+    code, _, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out))
     monkeypatch.undo()
     assert code == 1
     assert "GS901" in stderr and "disk full" in stderr and "previous output is left as it was" in stderr
@@ -204,14 +206,14 @@ def test_a_failed_write_leaves_the_previous_output_intact(tmp_path: Path, monkey
 
 def test_refuses_to_replace_a_directory_it_did_not_write(tmp_path: Path) -> None:
     (tmp_path / "mine.txt").write_text("precious")
-    code, _, stderr = run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(tmp_path))
+    code, _, stderr = run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(tmp_path))
     assert code == 1
     assert "GS901" in stderr
     assert (tmp_path / "mine.txt").read_text() == "precious"
 
 
 def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
-    code, stdout, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", "-")
+    code, stdout, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", "-")
     assert code == 0
     documents = list(yaml.safe_load_all(stdout))
     plan = compiled(BLUEPRINTS / "seed-article.yaml")
@@ -223,27 +225,27 @@ def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
 
 
 def test_check_of_a_stream_is_a_usage_error() -> None:
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", "-", "--check")[0] == 2
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", "-", "--check")[0] == 2
 
 
 def test_a_killed_run_leaves_nothing_behind_and_its_output_is_recovered(tmp_path: Path) -> None:
     out = tmp_path / "out"
     example = str(BLUEPRINTS / "quickstart.yaml")
-    assert run("compile", example, "-o", str(out))[0] == 0
+    assert run("compile", example, "-d", str(out))[0] == 0
     # A run killed while staging, and one killed between the fallback swap's two renames:
     (tmp_path / ".out.new-abc").mkdir()
     out.rename(tmp_path / ".out.old-abc")
-    assert run("compile", example, "-o", str(out))[0] == 0
+    assert run("compile", example, "-d", str(out))[0] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert run("compile", example, "-o", str(out), "--check")[0] == 0
+    assert run("compile", example, "-d", str(out), "--check")[0] == 0
 
 
 def test_replacing_output_swaps_it_whole(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
-    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out))[0] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out), "--check")[0] == 0
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out), "--check")[0] == 0
 
 
 def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:

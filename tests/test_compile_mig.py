@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from builders import blueprint, context
+from conftest import missing_reference
 from upstream_rules import mig_parted_config_errors, mig_profile_error
 
 from gpustack.compile.mig import build_config_map, compile_mig, mig_config_label
@@ -213,7 +214,12 @@ def test_profile_syntax_rejects_malformed_names(profile: str, error: str) -> Non
 @pytest.mark.conformance
 def test_rules_accept_the_gpu_operators_own_config() -> None:
     if not DEFAULT_MIG_PARTED.exists():
-        pytest.skip(f"{DEFAULT_MIG_PARTED} is absent: the GPU Operator's default config is read from ../shared")
+        pytest.skip(
+            missing_reference(
+                "The GPU Operator's default MIG configuration (default-mig-parted-config.yaml)",
+                "gpustack's MIG rules against NVIDIA's own layouts",
+            )
+        )
     config_map = yaml.safe_load(DEFAULT_MIG_PARTED.read_text(encoding="utf-8"))
     config = yaml.safe_load(config_map["data"]["config.yaml"])
     assert len(config["mig-configs"]) > 50

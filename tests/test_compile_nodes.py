@@ -159,7 +159,7 @@ def run_script(text: str, tmp_path: Path) -> list[list[str]]:
     """Run the script with a `kubectl` stub first on PATH; return each call's arguments."""
     sh = shutil.which("sh")
     if sh is None:
-        pytest.skip("no sh on PATH")
+        pytest.skip("the POSIX shell sh is not installed: this test runs the generated node script with it")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stub = bin_dir / "kubectl"
@@ -222,7 +222,7 @@ def test_script_quotes_what_the_shell_would_interpret(tmp_path: Path) -> None:
 def test_sh_parses_the_script_without_running_it(tmp_path: Path) -> None:
     sh = shutil.which("sh")
     if sh is None:
-        pytest.skip("no sh on PATH")
+        pytest.skip("the POSIX shell sh is not installed: this test runs the generated node script with it")
     artifact = script_of(compile_nodes(context(sample())))
     script = tmp_path / "label-nodes.sh"
     script.write_text(artifact.text, encoding="utf-8")

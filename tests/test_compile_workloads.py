@@ -14,13 +14,13 @@ from conftest import BLUEPRINTS, CASES
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
-from gpustack.compile.workloads import compile_workloads
 from gpustack.context import Context
 from gpustack.diagnostic import Severity
 from gpustack.model import Blueprint, NodePool
 from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
 from gpustack.plan import FamilyOutput
 from gpustack.validation import validate_path, validate_text
+from gpustack.workloads import compile_workloads
 from gpustack.yamlout import dump_all
 
 VERSIONS = ("1.30", "1.31", manifest_schemas.newest_version())

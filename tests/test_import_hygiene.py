@@ -46,7 +46,7 @@ RUN_CLI = textwrap.dedent(
                 return exit.code or 0
         return 0
 
-    codes = [run("validate", sys.argv[1]), run("compile", sys.argv[1], "-o", sys.argv[2])]
+    codes = [run("validate", sys.argv[1]), run("compile", sys.argv[1], "-d", sys.argv[2])]
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in {blocked!r})
     print(json.dumps({{"codes": codes, "pulumi_modules": loaded}}))
     """
@@ -110,3 +110,41 @@ def test_the_core_does_not_depend_on_pulumi() -> None:
     assert not [d for d in project["dependencies"] if d.lower().startswith(("pulumi", "pulumi-kubernetes"))]
     extra = {d.split(">")[0].split("=")[0].strip().lower() for d in project["optional-dependencies"]["pulumi"]}
     assert extra == {"pulumi", "pulumi-kubernetes"}
+
+
+# `gpustack validate FILE`, in-process as the console script runs it: which gpustack modules did it load?
+RUN_VALIDATE = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from gpustack.cli import group
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            group.main(args=["validate", *sys.argv[1:]], prog_name="gpustack", standalone_mode=False)
+            code = 0
+        except SystemExit as exit:
+            code = exit.code or 0
+    loaded = sorted(m for m in sys.modules if m.startswith("gpustack."))
+    print(json.dumps({"code": code, "out": out.getvalue(), "modules": loaded}))
+    """
+)
+
+
+def test_validate_never_imports_the_compiler() -> None:
+    # multi-tenant.yaml has a workload template, which validate renders as compile would (GS606).
+    blueprint = BLUEPRINTS / "multi-tenant.yaml"
+    assert "template:" in blueprint.read_text(encoding="utf-8")
+    result = python(RUN_VALIDATE, str(blueprint))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["code"] == 0, report["out"]
+    assert "gpustack.checks.templates" in report["modules"]  # the template check really ran
+    assert "gpustack.workload_templates" in report["modules"]
+    assert [m for m in report["modules"] if m == "gpustack.compile" or m.startswith("gpustack.compile.")] == []
+
+
+def test_validate_reports_a_template_error_without_the_compiler() -> None:
+    result = python(RUN_VALIDATE, str(REPO / "tests" / "cases" / "invalid" / "template-renders-badly.yaml"))
+    report = json.loads(result.stdout)
+    assert report["code"] == 1 and "GS606" in report["out"]
+    assert not any(m.startswith("gpustack.compile") for m in report["modules"])

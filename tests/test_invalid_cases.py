@@ -35,5 +35,6 @@ def test_case_produces_exactly_its_diagnostics(case: Path) -> None:
 
 def test_every_semantic_code_has_a_case() -> None:
     covered = {code for case in CASE_FILES for code, _, _ in expectations(case)}
-    semantic = {code for code in CODES if code >= "GS200" and code not in {"GS507", "GS901"}}
+    # GS951 comes from `gpustack rollout` (two blueprints, not one): tests/test_rollout_cases.py covers it
+    semantic = {code for code in CODES if code >= "GS200" and code not in {"GS901", "GS951"}}
     assert semantic <= covered, f"codes without an invalid case: {sorted(semantic - covered)}"

@@ -33,7 +33,10 @@ def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "pure-python":
         monkeypatch.setattr(load, "BlueprintLoader", load.PureBlueprintLoader)
     elif not issubclass(load.BlueprintLoader, load.yaml.CSafeLoader):
-        pytest.skip("PyYAML was built without libyaml")
+        pytest.skip(
+            "PyYAML was installed without its fast C parser (libyaml), so only the pure-Python parser is tested; "
+            "install libyaml (Debian: libyaml-dev) and reinstall PyYAML to test both"
+        )
     return request.param
 
 

@@ -54,7 +54,7 @@ def tables(tokens: list[Token]) -> list[list[list[str]]]:
 def test_sections_are_headings_in_order(name: str) -> None:
     tokens = parse(case(name)[0])
     assert headings(tokens, "h2") == ["gpustack review: `before.yaml` → `after.yaml`"]
-    assert headings(tokens, "h3") == ["Risks", "Changes", "Capacity", "Manifests", "Picture"]
+    assert headings(tokens, "h3") == ["Risks", "Changes", "Capacity", "Manifests", "Picture", "Rollout plan"]
 
 
 @pytest.mark.parametrize("name", CHANGED_CASES)

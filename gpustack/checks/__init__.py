@@ -5,9 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gpustack.catalog import Catalog
-from gpustack.checks import cluster, hardware, isolation, references, schedulers, sharing, tenancy, workloads
+from gpustack.checks import (
+    cluster,
+    hardware,
+    isolation,
+    references,
+    schedulers,
+    sharing,
+    templates,
+    tenancy,
+    workloads,
+)
 from gpustack.context import Context, Locate
-from gpustack.diagnostic import Diagnostic, sort_diagnostics
+from gpustack.diagnostic import Diagnostic, has_errors, sort_diagnostics
 from gpustack.model import Blueprint
 
 Rule = Callable[[Context], Iterable[Diagnostic]]
@@ -22,6 +32,9 @@ RULES: tuple[Rule, ...] = (
     *isolation.RULES,
     *cluster.RULES,
 )
+# Rules that render workload templates into the objects compile would write: they run only where RULES found no
+# error, since building those objects assumes a blueprint that holds together.
+RENDER_RULES: tuple[Rule, ...] = templates.RULES
 
 
 def run_checks(blueprint: Blueprint, catalog: Catalog, locate: Locate | None = None) -> list[Diagnostic]:
@@ -29,4 +42,7 @@ def run_checks(blueprint: Blueprint, catalog: Catalog, locate: Locate | None = N
     found: list[Diagnostic] = []
     for rule in RULES:
         found.extend(rule(context))
+    if not has_errors(found):
+        for rule in RENDER_RULES:
+            found.extend(rule(context))
     return sort_diagnostics(found)

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, Stack, WorkloadKind
+from gpustack.names import ADMISSION_POLICY_MINOR
 
 _PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
 OLDEST_MINOR = 25
 NEWEST_MINOR = 37
-ADMISSION_POLICY_MINOR = 30
 
 
 def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
 from gpustack.model import SharingStrategy
+from gpustack.taints import taint_text
 
 
 def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -67,11 +68,10 @@ def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
             other, other_path = first[key]
             tenants = set(ctx.tenants_by_pool.get(pool.name, [])) ^ set(ctx.tenants_by_pool.get(other, []))
             if tenants:
-                written = f"{taint.key}={taint.value}" if taint.value is not None else taint.key
                 yield ctx.warning(
                     "GS704",
                     (*taint.path, "key"),
-                    f"pools '{other}' and '{pool.name}' share the taint {written}:{taint.effect} but not their "
+                    f"pools '{other}' and '{pool.name}' share the taint {taint_text(taint)} but not their "
                     f"tenants ({', '.join(sorted(tenants))} may use only one of them): a pod that tolerates it and "
                     "selects no pool can land on either",
                     f"give each pool a taint of its own, e.g. gpustack.io/pool={pool.name}",

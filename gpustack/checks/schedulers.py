@@ -1,21 +1,49 @@
-"""What the Kueue and Volcano objects gpustack writes need from the blueprint (GS508-GS511)."""
+"""What the quotas, Kueue and Volcano objects gpustack writes need from the blueprint (GS507-GS511)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustack.compile.kueue import MAX_FLAVOR_TAINTS, kueue_tenants, nominal_quota
-from gpustack.compile.volcano import RESERVED_QUEUES, volcano_tenants
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name
+from gpustack.schedulers import (
+    MAX_FLAVOR_TAINTS,
+    RESERVED_QUEUES,
+    kueue_tenants,
+    namespace_quota,
+    nominal_quota,
+    volcano_tenants,
+)
+
+
+def check_quota_per_namespace(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in ctx.blueprint.tenants:
+        # A Kueue tenant's ClusterQueue holds one total across all its namespaces (compile/kueue.py), and its
+        # LocalQueues named `default` catch workloads that carry no queue label; its ResourceQuotas are a backstop.
+        if tenant.scheduler is Scheduler.KUEUE or len(tenant.namespaces) < 2:
+            continue
+        hard = namespace_quota(tenant)
+        if not hard:
+            continue
+        count = len(tenant.namespaces)
+        reach = ", ".join(f"{key} up to {amount * count}" for key, amount in hard.items())
+        yield ctx.warning(
+            "GS507",
+            (*tenant.path, "namespaces"),
+            f"tenant '{tenant.name}' has a quota and {count} namespaces: Kubernetes has no cross-namespace "
+            f"quota, so each namespace gets the full quota and the tenant's total can reach {count} x quota ({reach})",
+            "use one namespace per quota, or the Kueue integration (tenant scheduler: kueue), whose "
+            "ClusterQueue enforces one total across all the tenant's namespaces",
+        )
 
 
 def check_kueue_pools_have_node_resources(ctx: Context) -> Iterator[Diagnostic]:
     users: dict[str, list[str]] = {}
     for tenant in kueue_tenants(ctx):
-        for pool in tenant.pools:
-            users.setdefault(pool, []).append(tenant.name)
+        for name in tenant.pools:
+            users.setdefault(name, []).append(tenant.name)
     for pool in ctx.blueprint.pools:
         if pool.name not in users:
             continue
@@ -88,6 +116,7 @@ def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
 
 
 RULES = (
+    check_quota_per_namespace,
     check_kueue_pools_have_node_resources,
     check_kueue_flavor_taints,
     check_kueue_lending_limits,

@@ -9,7 +9,6 @@ from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name, offer_for
-from gpustack.quota import quota_ceiling
 
 
 def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
@@ -71,23 +70,10 @@ def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-def tenant_demand(ctx: Context, tenant_name: str) -> dict[tuple[str, str], int]:
-    """(pool, resource) -> units the tenant's templates request when all their pods run."""
-    demand: dict[tuple[str, str], int] = {}
-    for workload in ctx.blueprint.workloads:
-        requests = ctx.requests.get(workload.name)  # resolved once per context; absent where the need cannot fit
-        if workload.tenant != tenant_name or requests is None:
-            continue
-        for resource, amount in requests.items:
-            key = (workload.pool, resource)
-            demand[key] = demand.get(key, 0) + amount * workload.pods
-    return demand
-
-
 def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
         quota = {pool: dict(items) for pool, items in tenant.quota}
-        for (pool, resource), needed in sorted(tenant_demand(ctx, tenant.name).items()):
+        for (pool, resource), needed in sorted(ctx.tenant_demand(tenant.name).items()):
             if pool not in quota:
                 continue
             short = resource.removeprefix("nvidia.com/")
@@ -95,7 +81,7 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
             if nominal is None:
                 continue
             # A Kueue tenant in a cohort may also run on what it borrows (its borrowingLimit, or up to the pool).
-            allowed = quota_ceiling(ctx, tenant, pool, resource, nominal)
+            allowed = ctx.quota_ceiling(tenant, pool, resource, nominal)
             if needed > allowed:
                 borrowed = f" (nominal {nominal} + borrowing {allowed - nominal})" if allowed != nominal else ""
                 yield ctx.warning(

@@ -8,14 +8,12 @@ import tempfile
 
 import click
 
-from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity, render_chart
+from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity
+from gpustack.capacity_chart import render_chart
 from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
-from gpustack.commands.validate import line_lookup
+from gpustack.commands.reporting import stop_invalid
 from gpustack.context import Context
-from gpustack.diagnostic import Severity
-from gpustack.report import format_json as format_diagnostics_json
-from gpustack.report import format_text as format_diagnostics_text
 from gpustack.validation import validate_path
 
 
@@ -33,13 +31,7 @@ def command(blueprint: str, chart: str | None, output: str) -> None:
     """
     result = validate_path(blueprint)
     if not result.ok or result.blueprint is None:
-        if output == "json":
-            click.echo(format_diagnostics_json([(result.file, result.diagnostics)]), nl=False)
-        else:
-            click.echo(format_diagnostics_text(result.diagnostics, line_lookup([result])) + "\n", err=True)
-            errors = sum(d.severity is Severity.ERROR for d in result.diagnostics)
-            click.echo(f"{result.file}: {errors} error(s); no capacity to show", err=True)
-        sys.exit(1)
+        stop_invalid([result], output, "no capacity to show")
     data = capacity_data(measure_capacity(Context(result.blueprint, load_catalog())), result.file)
     if chart is not None:
         try:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 from typing import NoReturn
 
 import click
 
 from gpustack.commands.options import output_option
-from gpustack.commands.validate import line_lookup
-from gpustack.diagnostic import Severity, sort_diagnostics
-from gpustack.report import format_json, format_text
+from gpustack.commands.reporting import stop_invalid
+from gpustack.diagnostic import Severity
+from gpustack.jsondoc import dump_document
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
-from gpustack.review.review import review_change
+from gpustack.review.review import Review, review_change
 from gpustack.review.revision import RevisionError
 from gpustack.review.risk import Level
 
@@ -25,7 +25,7 @@ EXIT_ERROR = 2
 
 def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
-        click.echo(json.dumps({"error": message}))
+        click.echo(dump_document("ReviewError", {"error": message}), nl=False)
     click.echo(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
@@ -34,15 +34,16 @@ def _report_invalid(sides: list[Side], output: str) -> NoReturn:
     """Like `gpustack validate`: every problem with its source line; JSON on stdout, text on stderr."""
     invalid = {s.validation.file: s.validation for s in sides if s.validation is not None and not s.validation.ok}
     results = list(invalid.values())  # one report per file, even when OLD and NEW are the same file
-    if output == "json":
-        click.echo(format_json([(r.file, sort_diagnostics(r.diagnostics)) for r in results]), nl=False)
-    else:
-        diagnostics = [d for r in results for d in sort_diagnostics(r.diagnostics)]
-        click.echo(format_text(diagnostics, line_lookup(results)) + "\n", err=True)
-        files = ", ".join(r.file for r in results)
-        errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-        click.echo(f"gpustack diff: {files}: {errors} error(s); nothing to review", err=True)
-    sys.exit(EXIT_ERROR)
+    stop_invalid(results, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
+
+
+def _rollout_summary(review: Review) -> str:
+    """The rollout plan's summary under the review: its waves, how long their waits may take, the capacity dip."""
+    from gpustack.rollout.planner import plan_rollout
+    from gpustack.rollout.render import render_markdown_summary
+
+    plan = plan_rollout(review.before, review.after)
+    return "\n" + render_markdown_summary(plan, "###") if plan.phases else ""
 
 
 @click.command(name="diff")
@@ -82,16 +83,17 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     if before.snapshot is None or after.snapshot is None:
         _report_invalid([before, after], output)
     review = review_change(before.snapshot, after.snapshot)
+    # Compile reports nothing validation did not; should it ever, the review stops the same way.
     failed = [
-        (snapshot.label, errors)
-        for snapshot in (review.before, review.after)
-        if (errors := [d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR])
+        dataclasses.replace(side.validation, diagnostics=errors)
+        for side, snapshot in ((before, review.before), (after, review.after))
+        if side.validation is not None
+        and (errors := tuple(d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR))
     ]
     if failed:
-        if output == "json":
-            click.echo(format_json(failed), nl=False)
-        for label, errors in failed if output != "json" else ():
-            click.echo(f"{label}:\n" + format_text(sort_diagnostics(errors)) + "\n", err=True)
-        sys.exit(EXIT_ERROR)
-    click.echo(RENDERERS[output](review), nl=False)
+        stop_invalid(failed, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
+    text = RENDERERS[output](review)
+    if output == "markdown" and review.changed:
+        text += _rollout_summary(review)
+    click.echo(text, nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)

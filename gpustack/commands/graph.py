@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import asdict
 
 import click
 
 from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
-from gpustack.commands.validate import line_lookup
+from gpustack.commands.reporting import stop_invalid
 from gpustack.context import Context
 from gpustack.graph import blueprint_graph, render_mermaid
-from gpustack.report import format_json, format_text
+from gpustack.jsondoc import dump_document
 from gpustack.validation import validate_path
 
 
@@ -28,11 +26,7 @@ def command(blueprint: str, output: str) -> None:
     """
     result = validate_path(blueprint)
     if not result.ok or result.blueprint is None:
-        if output == "json":
-            click.echo(format_json([(result.file, result.diagnostics)]), nl=False)
-        else:
-            click.echo(format_text(result.diagnostics, line_lookup([result])) + "\n", err=True)
-        sys.exit(1)
+        stop_invalid([result], output, "nothing drawn")
     graph = blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog()))
     source = render_mermaid(graph)
     if output == "markdown":
@@ -40,6 +34,6 @@ def command(blueprint: str, output: str) -> None:
     elif output == "json":
         data = {"mermaid": source, "nodes": [asdict(n) | {"id": n.id} for n in graph.nodes]}
         data["edges"] = [asdict(e) for e in graph.edges]
-        click.echo(json.dumps(data, indent=2))
+        click.echo(dump_document("Graph", data), nl=False)
     else:
         click.echo(source, nl=False)

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from collections.abc import Sequence
 
 import click
 
 from gpustack.commands.options import output_option
-from gpustack.commands.validate import line_lookup
+from gpustack.commands.reporting import echo_diagnostics, stop_invalid
 from gpustack.compile import compile_blueprint
-from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, sort_diagnostics
+from gpustack.diagnostic import DiagnosticError, JsonPath, Span, sort_diagnostics
 from gpustack.load import read_document
-from gpustack.report import format_json as format_diagnostics_json
-from gpustack.report import format_text as format_diagnostics_text
 from gpustack.simulate import run_simulation
 from gpustack.simulate.demand import TooManyPods
 from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import Scenario, scenario_from
-from gpustack.validation import Validation, validate_path
+from gpustack.validation import Validation, document_locator, validate_path
+
+NOTHING_SIMULATED = "nothing simulated"
 
 
 def _version(context: click.Context, parameter: click.Parameter, value: str | None) -> KubeVersion | None:
@@ -54,26 +54,27 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
     """
     result = validate_path(blueprint)
     if not result.ok or result.blueprint is None:
-        _fail(result.file, list(result.diagnostics), output, result)
+        stop_invalid([result], output, NOTHING_SIMULATED)
     assert result.blueprint is not None and result.document is not None
-    plan = compile_blueprint(result.blueprint)
-    diagnostics = sort_diagnostics([*result.diagnostics, *plan.diagnostics])
-    if any(d.severity is Severity.ERROR for d in diagnostics):
-        _fail(result.file, diagnostics, output, result)
-    if diagnostics and output == "text":  # warnings: worth reading, not worth stopping for
-        click.echo(format_diagnostics_text(diagnostics, line_lookup([result])) + "\n", err=True)
+    valid, document = result.blueprint, result.document
+    plan = compile_blueprint(valid, locate=document_locator(document))
+    # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
+    result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
+    if not result.ok:
+        stop_invalid([result], output, NOTHING_SIMULATED)
+    if output == "text":  # warnings: worth reading, not worth stopping for
+        echo_diagnostics([result])
     loaded: Scenario | None = None
     if scenario is not None:
         try:
-            loaded = scenario_from(read_document(scenario), result.blueprint)
+            loaded = scenario_from(read_document(scenario), valid)
         except DiagnosticError as error:
-            _fail(scenario, list(error.diagnostics), output, result)
+            stop_invalid([Validation(scenario, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
     try:
-        simulation = run_simulation(result.blueprint, [m.obj for m in plan.objects], loaded, version)
+        simulation = run_simulation(valid, [m.obj for m in plan.objects], loaded, version)
     except TooManyPods as error:
         click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
         sys.exit(1)
-    document = result.document
 
     def locate(which: str, path: JsonPath) -> Span | None:
         if which == SCENARIO:
@@ -83,14 +84,3 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
     data = report_data(simulation, result.file, locate)
     click.echo(format_json(data) if output == "json" else format_text(data), nl=False)
     sys.exit(0 if data["ok"] else 1)
-
-
-def _fail(file: str, diagnostics: Sequence[Diagnostic], output: str, result: Validation) -> None:
-    """Print why nothing was simulated, the way `gpustack validate` prints it, and exit 1."""
-    if output == "json":
-        click.echo(format_diagnostics_json([(file, diagnostics)]), nl=False)
-    else:
-        click.echo(format_diagnostics_text(diagnostics, line_lookup([result])) + "\n", err=True)
-        errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-        click.echo(f"{file}: {errors} error(s); nothing simulated", err=True)
-    sys.exit(1)

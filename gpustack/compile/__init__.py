@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.compile import (
     admission,
@@ -16,9 +17,8 @@ from gpustack.compile import (
     tenants,
     topology,
     volcano,
-    workloads,
 )
-from gpustack.context import Context
+from gpustack.context import Context, Locate
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput, Manifest, Plan
 
@@ -62,9 +62,10 @@ def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
     return (rank, manifest.namespace or "", manifest.kind, manifest.name)
 
 
-def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None) -> Plan:
-    """The Plan for a blueprint that validated without errors."""
-    context = Context(blueprint, catalog or load_catalog())
+def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None, locate: Locate | None = None) -> Plan:
+    """The Plan for a blueprint that validated without errors (`locate` points what it reports at the source)."""
+    catalog = catalog or load_catalog()
+    context = Context(blueprint, catalog) if locate is None else Context(blueprint, catalog, locate)
     merged = FamilyOutput()
     for family in FAMILIES:
         output = family(context)

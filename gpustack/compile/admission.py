@@ -31,12 +31,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpustack.checks.cluster import ADMISSION_POLICY_MINOR
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
-from gpustack.names import MANAGED_BY, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.selection import identifying_labels
+from gpustack.taints import taint_text
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"
@@ -124,7 +124,7 @@ has(t.key) && t.key in variables.poolTaintKeys && !(
             ? t.key + '=' + {_VALUE} + ':' + t.effect in variables.ownTaints
             : t.key + '=' + {_VALUE} in variables.ownKeyValues)
       )"""
-# How a refused toleration is named: as describe_taint names a taint, with what it leaves open.
+# How a refused toleration is named: as taint_text names a taint, with what it leaves open.
 _DESCRIBE_TOLERATION = f"""\
 t.key + ({_EXISTS} || {_VALUE} == '' ? '' : '=' + t.value) + ({_HAS_EFFECT} ? ':' + t.effect : '')
           + ({_EXISTS} ? ' (operator Exists: every value)' : '') + ({_HAS_EFFECT} ? '' : ' (every effect)')"""
@@ -228,7 +228,7 @@ class Grants:
     pools: tuple[str, ...]
     taint_keys: tuple[str, ...]  # every key a pool taint uses
     own_taints: tuple[str, ...]  # 'key=value:effect' of its pools' taints ('' for no value)
-    own_taint_texts: tuple[str, ...]  # the same, as describe_taint writes them, for messages
+    own_taint_texts: tuple[str, ...]  # the same, as taint_text writes them, for messages
     own_key_values: tuple[str, ...]  # 'key=value' whose every pool taint (any effect) is its own
     own_key_effects: tuple[str, ...]  # 'key:effect' whose every pool taint (any value) is its own
     own_keys: tuple[str, ...]  # keys whose every pool taint is its own
@@ -250,13 +250,9 @@ def gather_pool_facts(ctx: Context) -> PoolFacts:
     texts: dict[tuple[str, str, str], str] = {}
     for pool in ctx.blueprint.pools:
         for taint in pool.taints:
-            texts.setdefault(_identify_taint(taint), describe_taint(taint))
+            texts.setdefault(_identify_taint(taint), taint_text(taint))
     label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
     return PoolFacts(tuple(texts), texts, tuple(label_keys))
-
-
-def describe_taint(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value is not None else f"{taint.key}:{taint.effect}"
 
 
 def _describe_owners(pools: Sequence[str]) -> str:
@@ -277,7 +273,7 @@ def _collect_taints(
             key = _identify_taint(taint)
             if key in skip:
                 continue
-            found.setdefault(key, (describe_taint(taint), []))[1].append(pool.name)
+            found.setdefault(key, (taint_text(taint), []))[1].append(pool.name)
     return found
 
 

@@ -17,6 +17,7 @@ from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
 from gpustack.selection import node_selector_term
+from gpustack.taints import Toleration
 from gpustack.yamlout import dump_yaml
 
 RELEASE_NAME = "nvidia-device-plugin"
@@ -192,7 +193,7 @@ def build_tolerations(pools: list[NodePool]) -> list[Object]:
             if (taint.key, taint.effect) in seen:
                 continue
             seen.add((taint.key, taint.effect))
-            out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
+            out.append(Toleration(taint.key, "Exists", None, taint.effect).as_object())
     return out
 
 

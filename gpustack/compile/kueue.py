@@ -24,17 +24,14 @@ Why each piece looks the way it does:
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
-from gpustack.compile.workloads import tolerations
 from gpustack.context import Context
 from gpustack.model import (
     DEFAULT_KUEUE_CHART_VERSION,
     KUEUE_CHART_REPOSITORY,
     KUEUE_V1BETA1,
     NodePool,
-    Scheduler,
     SharingStrategy,
     Tenant,
     amounts_for,
@@ -42,7 +39,9 @@ from gpustack.model import (
 from gpustack.names import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
-from gpustack.quantity import parse_quantity
+from gpustack.schedulers import CPU, MAX_FLAVOR_TAINTS, MEMORY, kueue_tenants, nominal_quota
+from gpustack.taints import taint_object
+from gpustack.workloads import tolerations
 
 FAMILY = "kueue"
 # Set by the API server on every namespace and immutable; the admission policies bind tenants by it too.
@@ -56,15 +55,6 @@ CHART_NAME = "kueue"
 # an OCI artifact: the release's repository is the OCI registry path, and helm and Pulumi take the full reference.
 KUEUE_VERSION = DEFAULT_KUEUE_CHART_VERSION
 KUEUE_CHART = f"{KUEUE_CHART_REPOSITORY}/{CHART_NAME}"
-CPU = "cpu"
-MEMORY = "memory"
-# ResourceFlavor CRD limits (maxItems) on nodeTaints and tolerations; GS510 reports pools with more taints.
-MAX_FLAVOR_TAINTS = 8
-_BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
-
-
-def kueue_tenants(ctx: Context) -> list[Tenant]:
-    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.KUEUE]
 
 
 def queued_pools(ctx: Context, tenant: Tenant) -> list[NodePool]:
@@ -166,14 +156,6 @@ Notes:
 {hami_note}"""
 
 
-def _taint(key: str, value: str | None, effect: str) -> Object:
-    taint: Object = {"key": key}
-    if value is not None:
-        taint["value"] = value
-    taint["effect"] = effect
-    return taint
-
-
 def resource_flavor(pool: NodePool, api_version: str) -> Object:
     # A selector pool's exact labels are the ones its provider sets: Kueue's nodeSelector then holds from a node's
     # first moment; nodeLabels is a plain map, so expressions fall back to gpustack's pool label.
@@ -182,7 +164,7 @@ def resource_flavor(pool: NodePool, api_version: str) -> Object:
     if pool.taints:
         # Both, as the issue's pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
         # into admitted pods (and, listed together, make Kueue skip the taint check at admission).
-        spec["nodeTaints"] = [_taint(t.key, t.value, t.effect) for t in pool.taints][:MAX_FLAVOR_TAINTS]
+        spec["nodeTaints"] = [taint_object(t) for t in pool.taints][:MAX_FLAVOR_TAINTS]
         spec["tolerations"] = tolerations(pool)[:MAX_FLAVOR_TAINTS]
     return {
         "apiVersion": api_version,
@@ -196,37 +178,6 @@ def covered_resources(ctx: Context, tenant: Tenant) -> list[str]:
     """cpu, memory, then every resource the tenant's pools advertise, sorted."""
     names = {offer.resource for pool in queued_pools(ctx, tenant) for offer in ctx.offers[pool.name]}
     return [CPU, MEMORY, *sorted(names)]
-
-
-def _quantity(amount: Decimal, resource: str) -> int | str:
-    """A whole number of units as an int; cpu as millicores, memory in the largest binary unit that is exact."""
-    if resource == MEMORY:
-        for suffix, size in _BINARY_UNITS:
-            if amount >= size and amount % size == 0:
-                return f"{int(amount / size)}{suffix}"
-        return str(int(amount))
-    if amount == amount.to_integral_value():
-        return int(amount)
-    return f"{int(amount * 1000)}m"
-
-
-def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
-    """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
-    node = pool.node_resources
-    value = None if node is None else node.cpu if resource == CPU else node.memory
-    return None if value is None else parse_quantity(value) * pool.node_count
-
-
-def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
-    if resource in (CPU, MEMORY):
-        allocatable = pool_allocatable(pool, resource)
-        # Without nodeResources GS508 stops compile; 0 is never written for a blueprint that validated.
-        return _quantity(allocatable, resource) if allocatable is not None else 0
-    quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
-    if resource in quota:
-        return quota[resource]
-    offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
-    return offer.per_node * pool.node_count if offer is not None else 0
 
 
 def _limits(amounts: tuple[tuple[str, tuple[tuple[str, int], ...]], ...], pool: str) -> dict[str, int]:

@@ -15,7 +15,7 @@ from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.quota import quota_ceiling
+from gpustack.schedulers import namespace_quota
 
 FAMILY = "tenants"
 PRIORITY_FILE = "cluster/priority-classes.yaml"
@@ -25,7 +25,6 @@ LIMIT_RANGE_NAME = "gpustack-defaults"
 # (first evicted under node pressure) and the scheduler accounts for it.
 DEFAULT_CPU_REQUEST = "100m"
 DEFAULT_MEMORY_REQUEST = "256Mi"
-MULTI_NAMESPACE_QUOTA = "GS507"
 
 
 def compile_tenants(ctx: Context) -> FamilyOutput:
@@ -39,22 +38,6 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
             if hard:
                 output.objects.append(Manifest(FAMILY, file, resource_quota(tenant, namespace, hard)))
             output.objects.append(Manifest(FAMILY, file, limit_range(tenant, namespace, limits)))
-        # A Kueue tenant's ClusterQueue holds one total across all its namespaces (kueue.py), and its LocalQueues
-        # named `default` catch workloads that carry no queue label; the per-namespace quota stays as a backstop.
-        if hard and len(tenant.namespaces) > 1 and tenant.scheduler is not Scheduler.KUEUE:
-            path = (*tenant.path, "namespaces")
-            count = len(tenant.namespaces)
-            output.diagnostics.append(
-                ctx.warning(
-                    MULTI_NAMESPACE_QUOTA,
-                    path,
-                    f"tenant '{tenant.name}' has a quota and {count} namespaces: Kubernetes has no cross-namespace "
-                    f"quota, so each namespace gets the full quota and the tenant's total can reach {count} x "
-                    f"quota ({_describe(hard, count)})",
-                    "use one namespace per quota, or the Kueue integration (tenant scheduler: kueue), whose "
-                    "ClusterQueue enforces one total across all the tenant's namespaces",
-                )
-            )
     output.objects.extend(Manifest("cluster", PRIORITY_FILE, obj) for obj in priority_classes(ctx.blueprint.tenants))
     return output
 
@@ -79,12 +62,7 @@ def quota_hard(ctx: Context, tenant: Tenant) -> dict[str, int]:
     """`requests.<resource>` -> amount for one namespace; pools sharing a resource name add up (GS506 warns)."""
     if tenant.scheduler is Scheduler.KUEUE:
         return kueue_quota_ceiling(ctx, tenant)
-    totals: dict[str, int] = {}
-    for _pool, items in tenant.quota:
-        for short, amount in items:
-            key = f"requests.{full_resource_name(short)}"
-            totals[key] = totals.get(key, 0) + amount
-    return dict(sorted(totals.items()))
+    return namespace_quota(tenant)
 
 
 def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
@@ -107,7 +85,7 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
                 continue
             nominal = quota.get(offer.resource, offer.per_node * nodes)
             key = f"requests.{offer.resource}"
-            totals[key] = totals.get(key, 0) + quota_ceiling(ctx, tenant, pool, offer.resource, nominal)
+            totals[key] = totals.get(key, 0) + ctx.quota_ceiling(tenant, pool, offer.resource, nominal)
     return dict(sorted(totals.items()))
 
 
@@ -175,7 +153,3 @@ def priority_classes(tenants: Iterable[Tenant]) -> list[Object]:
             }
         )
     return objects
-
-
-def _describe(hard: dict[str, int], count: int) -> str:
-    return ", ".join(f"{key} up to {amount * count}" for key, amount in hard.items())

@@ -21,13 +21,13 @@ from gpustack.model import (
     DEFAULT_VOLCANO_CHART_VERSION,
     DEFAULT_VOLCANO_QUEUE_WEIGHT,
     VOLCANO_CHART_REPOSITORY,
-    Scheduler,
     Tenant,
     WorkloadKind,
 )
 from gpustack.names import MANAGED_BY, TENANT_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
+from gpustack.schedulers import queue_name, volcano_tenants
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "volcano"
@@ -38,20 +38,10 @@ RELEASE_NAME = "volcano"
 CHART_NAME = "volcano"
 # The Volcano release the configuration and the Queue/Job CRDs were checked against (v1.15.1, 2026-07-30).
 VOLCANO_VERSION = DEFAULT_VOLCANO_CHART_VERSION
-# Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
-RESERVED_QUEUES = frozenset({"default", "root"})
 # binpack arguments (pkg/scheduler/plugins/binpack): the plugin's weight among the node-order plugins, and the
 # GPU resources' weight against cpu and memory (1 each), so a node is judged full by its GPUs first.
 BINPACK_WEIGHT = 10
 BINPACK_GPU_WEIGHT = 5
-
-
-def volcano_tenants(ctx: Context) -> list[Tenant]:
-    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.VOLCANO]
-
-
-def queue_name(tenant: Tenant) -> str:
-    return tenant.name
 
 
 def compile_volcano(ctx: Context) -> FamilyOutput:

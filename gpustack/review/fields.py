@@ -11,6 +11,7 @@ from typing import Any
 
 from gpustack.model import Blueprint, DevicePluginFlags, NodePool, Sharing, SharingStrategy, Tenant, Workload
 from gpustack.selection import describe_selection
+from gpustack.taints import taint_text
 
 Fields = dict[str, Any]  # field name -> a JSON-compatible value (str, int, float, bool, list, dict)
 
@@ -65,11 +66,6 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
     return fields
 
 
-def taint_text(key: str, value: str | None, effect: str) -> str:
-    """kubectl's notation, which reviewers already read: key=value:Effect."""
-    return f"{key}={value}:{effect}" if value is not None else f"{key}:{effect}"
-
-
 def _sharing(fields: Fields, sharing: Sharing) -> None:
     _put(fields, "sharing.strategy", str(sharing.strategy))
     if sharing.replication is not None:
@@ -104,7 +100,7 @@ def pool_fields(pool: NodePool) -> Fields:
     _put(fields, "maxNodes", pool.max_nodes)
     for key, value in pool.labels:
         _put(fields, f"labels.{key}", value)
-    _put(fields, "taints", [taint_text(t.key, t.value, t.effect) for t in pool.taints] or None)
+    _put(fields, "taints", [taint_text(t) for t in pool.taints] or None)
     _sharing(fields, pool.sharing)
     if pool.topology is not None:
         _put(fields, "topology.policy", pool.topology.policy)

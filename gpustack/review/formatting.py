@@ -97,8 +97,8 @@ def _counted(count: int, noun: str) -> str:
 def summary(counts: Mapping[str, Any]) -> str:
     """One line: what changed, how risky, how many objects: '2 pools changed, 1 tenant added; 3 risks (2 high, ...)'."""
     parts = []
-    if counts["cluster_settings"]:
-        parts.append(f"{_counted(counts['cluster_settings'], 'cluster setting')} changed")
+    if counts["clusterSettings"]:
+        parts.append(f"{_counted(counts['clusterSettings'], 'cluster setting')} changed")
     for kind in ("pool", "tenant", "workload"):
         for status in ("added", "removed", "changed"):
             count = counts[f"{kind}s"][status]

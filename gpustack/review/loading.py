@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
+import posixpath
 from dataclasses import dataclass
 
-from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.review.revision import Revision, open_revision, template_path
+from gpustack.review.revision import Revision, open_revision
 from gpustack.review.snapshot import Snapshot, empty_snapshot
-from gpustack.validation import Validation, validate_path, validate_text
+from gpustack.validation import (
+    CONFINED_HINT,
+    MAX_TEMPLATE_BYTES,
+    ReadTemplate,
+    TemplateUnreadable,
+    Validation,
+    confined_template,
+    validate_path,
+    validate_text,
+)
 
 
 @dataclass(frozen=True)
@@ -37,38 +45,27 @@ def side_at_revision(blueprint: str, name: str) -> Side:
     text = revision.read(relative)
     if text is None:
         return Side(empty_snapshot(f"{label} (absent)"), None)
-    validation = validate_text(text, label)
-    if validation.ok and validation.blueprint is not None:
-        validation = _with_templates(validation, revision, relative)
-    return _side(label, validation)
+    return _side(label, validate_text(text, label, revision_templates(revision, relative)))
 
 
-def _with_templates(validation: Validation, revision: Revision, blueprint: str) -> Validation:
+def revision_templates(revision: Revision, blueprint: str) -> ReadTemplate:
     """Workload templates as they were at the revision too, so the old Plan is the one that revision compiled."""
-    assert validation.blueprint is not None
-    texts: dict[str, str] = {}
-    problems: list[Diagnostic] = []
-    for workload in validation.blueprint.workloads:
-        if workload.template is None or workload.template in texts:
-            continue
-        where = template_path(blueprint, workload.template)
-        data = revision.read(where) if where is not None else None
-        try:
-            if data is None:
-                raise ValueError(f"not in {revision.name}")
-            texts[workload.template] = data.decode("utf-8")
-        except (ValueError, UnicodeDecodeError) as error:
-            path = (*workload.path, "template")
-            span = validation.document.span(path) if validation.document is not None else None
-            problems.append(
-                Diagnostic(
-                    "GS605",
-                    Severity.ERROR,
-                    f"cannot read template '{workload.template}' of workload '{workload.name}': {error}",
-                    span,
-                    path,
-                    "template paths are relative to the blueprint's folder and must be committed with it",
-                )
+
+    def read(template: str) -> str:
+        where = posixpath.normpath(posixpath.join(posixpath.dirname(blueprint), confined_template(template).as_posix()))
+        if revision.is_link(where):
+            raise TemplateUnreadable(f"a symlink in {revision.name}; a template must be a file", CONFINED_HINT)
+        data = revision.read(where)
+        if data is None:
+            raise TemplateUnreadable(
+                f"not in {revision.name}",
+                "template paths are relative to the blueprint's folder and must be committed with it",
             )
-    read = dataclasses.replace(validation.blueprint, templates=tuple(sorted(texts.items())))
-    return Validation(validation.file, validation.document, read, (*validation.diagnostics, *problems))
+        if len(data) > MAX_TEMPLATE_BYTES:
+            raise TemplateUnreadable(f"larger than {MAX_TEMPLATE_BYTES} bytes")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise TemplateUnreadable(str(error)) from error
+
+    return read

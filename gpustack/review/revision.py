@@ -6,7 +6,6 @@ so `--base origin/main` works from any working directory.
 
 from __future__ import annotations
 
-import posixpath
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,11 @@ class Revision:
             raise RevisionError(f"cannot read {path} at {self.name}: {_stderr(shown)}")
         return shown.stdout
 
+    def is_link(self, path: str) -> bool:
+        """Whether `path` is a symlink at this commit: its blob is the link's target, not a file's text."""
+        listed = _git(self.root, "ls-tree", "-z", self.commit, "--", path)
+        return listed.returncode == 0 and listed.stdout.startswith(b"120000 ")
+
 
 def open_revision(blueprint: str, name: str) -> tuple[Revision, str]:
     """The revision `name` of the repository holding `blueprint`, and the blueprint's path inside it."""
@@ -70,9 +74,3 @@ def open_revision(blueprint: str, name: str) -> tuple[Revision, str]:
     if commit.returncode != 0:
         raise RevisionError(f"unknown revision '{name}' in {root} (fetch it first, e.g. git fetch origin)")
     return Revision(root, name, commit.stdout.decode().strip()), relative
-
-
-def template_path(blueprint: str, template: str) -> str | None:
-    """A template's path in the repository (templates are relative to the blueprint's folder); None if outside."""
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(blueprint), template))
-    return None if joined.startswith("../") or joined == ".." or posixpath.isabs(joined) else joined

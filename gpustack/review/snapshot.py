@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from gpustack.capacity import Capacity, measure_capacity
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, Tenant, Workload
@@ -25,6 +26,11 @@ class Snapshot:
     @cached_property
     def context(self) -> Context | None:
         return None if self.blueprint is None else Context(self.blueprint, self.catalog)
+
+    @cached_property
+    def capacity(self) -> Capacity | None:
+        """What `gpustack capacity` reports for this side."""
+        return None if self.context is None else measure_capacity(self.context)
 
     @cached_property
     def plan(self) -> Plan:

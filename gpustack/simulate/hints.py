@@ -23,6 +23,7 @@ from gpustack.simulate.inventory import Node
 from gpustack.simulate.placement import Rejection
 from gpustack.simulate.pods import Requirement, Taint, Toleration
 from gpustack.simulate.simulation import Pending
+from gpustack.taints import taint_text
 
 BLUEPRINT, SCENARIO = "blueprint", "scenario"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -114,8 +115,7 @@ def _taint_hint(pod: Pod, pool: NodePool | None, taint: Taint | None) -> Hint:
     where = f"pool '{pool.name}'" if pool is not None else "the nodes"
     if taint is None:
         return _where(pod, pool, f"the pods of '{pod.workload}' do not tolerate a taint of {where}", ("tolerations",))
-    shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
-    message = f"{where} is tainted {shown} and the pods of '{pod.workload}' do not tolerate it"
+    message = f"{where} is tainted {taint_text(taint)} and the pods of '{pod.workload}' do not tolerate it"
     near = _near_miss(pod.shape.tolerations, taint)
     if near is not None:
         message += f": the toleration is keyed '{near.key}', the taint '{taint.key}' (keys must match exactly)"

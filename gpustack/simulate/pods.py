@@ -14,6 +14,7 @@ from typing import Any
 
 from gpustack.diagnostic import JsonPath
 from gpustack.quantity import parse_quantity
+from gpustack.taints import Toleration
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -38,24 +39,6 @@ class Taint:
     key: str
     value: str | None
     effect: str
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str | None
-    operator: str  # Equal | Exists
-    value: str | None
-    effect: str | None
-
-    def tolerates(self, taint: Taint) -> bool:
-        """core/v1 ToleratesTaint: an empty effect or key matches any; Exists ignores the value."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return (self.value or "") == (taint.value or "")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from gpustack.diagnostic import JsonPath, Span, format_json_path
+from gpustack.jsondoc import dump_document
 from gpustack.simulate import Simulation
 from gpustack.simulate.hints import Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
@@ -155,7 +156,7 @@ def _pending(
 
 
 def format_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dump_document("SimulationReport", data)
 
 
 def _template() -> jinja2.Template:

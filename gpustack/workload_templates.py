@@ -27,6 +27,7 @@ from gpustack.needs import Requests
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import Object
 from gpustack.quantity import parse_quantity
+from gpustack.taints import read_toleration, taint_text
 from gpustack.yamlout import dump_yaml
 
 TEMPLATE_ERROR = "GS606"
@@ -247,24 +248,6 @@ def rendered_pod_specs(obj: Object) -> list[tuple[str, Any]]:
     return []
 
 
-def _tolerates(toleration: dict[str, Any], taint: Any) -> bool:
-    """Kubernetes' ToleratesTaint, for a toleration that names a key."""
-    if toleration.get("key") != taint.key:
-        return False
-    effect = toleration.get("effect")
-    if effect not in (None, "") and effect != taint.effect:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.value or "")
-
-
-def _taint_text(taint: Any) -> str:
-    value = f"={taint.value}" if taint.value is not None else ""
-    return f"{taint.key}{value}:{taint.effect}"
-
-
 def _quantity_equal(left: Any, right: Any) -> bool:
     try:
         return bool(parse_quantity(str(left)) == parse_quantity(str(right)))
@@ -295,6 +278,7 @@ def _toleration_problems(ctx: Context, pool_name: str, spec: dict[str, Any]) -> 
         return []
     raw = spec.get("tolerations")
     given = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
+    keyed = [t for t in map(read_toleration, given) if t is not None and t.key]  # wildcards are refused below
     problems = []
     hint_exact = "keep `tolerations` as gpustack derives them: `tolerations: {{ tolerations | toyaml }}`"
     for index, toleration in enumerate(given):
@@ -307,10 +291,10 @@ def _toleration_problems(ctx: Context, pool_name: str, spec: dict[str, Any]) -> 
             )
     own = {(t.key, t.value, t.effect) for t in pool.taints}
     for taint in pool.taints:
-        if not any(_tolerates(t, taint) for t in given):
+        if not any(t.tolerates(taint) for t in keyed):
             problems.append(
                 (
-                    f"tolerations do not tolerate taint {_taint_text(taint)} of pool '{pool.name}': "
+                    f"tolerations do not tolerate taint {taint_text(taint)} of pool '{pool.name}': "
                     "its pods would stay Pending",
                     hint_exact,
                 )
@@ -321,10 +305,10 @@ def _toleration_problems(ctx: Context, pool_name: str, spec: dict[str, Any]) -> 
         for taint in other.taints:
             if (taint.key, taint.value, taint.effect) in own:
                 continue
-            if any(t.get("key") and _tolerates(t, taint) for t in given):
+            if any(t.tolerates(taint) for t in keyed):
                 problems.append(
                     (
-                        f"tolerations tolerate taint {_taint_text(taint)} of pool '{other.name}': "
+                        f"tolerations tolerate taint {taint_text(taint)} of pool '{other.name}': "
                         f"a workload of pool '{pool.name}' may only tolerate its own pool's taints",
                         hint_exact,
                     )

@@ -4,6 +4,10 @@ Everything that makes a GPU pod land is derived, never typed twice: tolerations 
 taints, the required node affinity is gpustack's own pool label or a selector pool's selector (GFD's product
 label changes with sharing: `-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones
 `Context.requests` resolved against what the pool advertises, with requests equal to limits.
+
+The workloads family lives below the checks, not in compile/: the template check (checks/templates.py) renders each
+workload's template exactly as compile does, through `workload_manifests`, so `validate` fails exactly where
+`compile` would.
 """
 
 from __future__ import annotations
@@ -11,9 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpustack.compile.templates import check_rendered, render_workload_template, template_variables
-from gpustack.compile.volcano import queue_name
 from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
@@ -29,8 +32,11 @@ from gpustack.names import (
 )
 from gpustack.needs import Requests
 from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.schedulers import queue_name
 from gpustack.selection import node_selector_term
 from gpustack.sizing import size_pod
+from gpustack.taints import toleration_for
+from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
 
 FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
@@ -47,27 +53,34 @@ SHM_VOLUME = "dshm"
 def compile_workloads(ctx: Context) -> FamilyOutput:
     output = FamilyOutput()
     for workload in ctx.blueprint.workloads:
-        requests = ctx.requests.get(workload.name)
-        pool = ctx.pools.get(workload.pool)
-        if requests is None or pool is None:
-            continue  # validation already explained why this workload cannot be placed
-        tenant = ctx.tenants.get(workload.tenant)
+        objects, problems = workload_manifests(ctx, workload)
+        # Only for a blueprint that skipped validation: checks/templates.py reports these before compile runs.
+        output.diagnostics.extend(problems)
         file = f"workloads/{workload.tenant}/{workload.name}.yaml"
-        objects = workload_objects(ctx, workload, pool, tenant, requests)
-        if workload.template is not None:
-            main = objects[-1]
-            variables = template_variables(ctx, workload, requests, main)
-            rendered = render_workload_template(ctx, workload, variables)
-            if not isinstance(rendered, dict):
-                output.diagnostics.append(rendered)
-                continue
-            violations = check_rendered(ctx, workload, rendered)
-            if violations:
-                output.diagnostics.extend(violations)
-                continue
-            objects[-1] = rendered
         output.objects.extend(Manifest(FAMILY, file, obj) for obj in objects)
     return output
+
+
+def workload_manifests(ctx: Context, workload: Workload) -> tuple[list[Object], list[Diagnostic]]:
+    """A workload's objects, its template rendered in place of the generated one; or none, with the GS606 errors
+    of a template that fails to render or breaks a rule."""
+    requests = ctx.requests.get(workload.name)
+    pool = ctx.pools.get(workload.pool)
+    if requests is None or pool is None:
+        return [], []  # validation already explained why this workload cannot be placed
+    tenant = ctx.tenants.get(workload.tenant)
+    objects = workload_objects(ctx, workload, pool, tenant, requests)
+    if workload.template is not None:
+        main = objects[-1]
+        variables = template_variables(ctx, workload, requests, main)
+        rendered = render_workload_template(ctx, workload, variables)
+        if not isinstance(rendered, dict):
+            return [], [rendered]
+        violations = check_rendered(ctx, workload, rendered)
+        if violations:
+            return [], violations
+        objects[-1] = rendered
+    return objects, []
 
 
 def workload_objects(
@@ -137,13 +150,7 @@ def _metadata(workload: Workload, namespace: str, name: str | None = None) -> di
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     """Exactly the pool's taints, tolerated: no more (that would open other pools), no less (Pending)."""
-    result = []
-    for taint in pool.taints:
-        if taint.value is None:
-            result.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-        else:
-            result.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
-    return result
+    return [toleration_for(taint).as_object() for taint in pool.taints]
 
 
 def affinity(workload: Workload, pool: NodePool) -> dict[str, Any]:

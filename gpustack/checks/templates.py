@@ -1,0 +1,21 @@
+"""Workload templates rendered exactly as compile renders them (GS606), so `validate` fails where `compile` would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpustack.context import Context
+from gpustack.diagnostic import Diagnostic
+from gpustack.workloads import workload_manifests
+
+
+def check_rendered_templates(ctx: Context) -> Iterator[Diagnostic]:
+    for workload in ctx.blueprint.workloads:
+        if workload.template is None or ctx.blueprint.template_text(workload.template) is None:
+            continue  # not read: the reader said why (GS605), or the caller reads no templates (text only)
+        _objects, problems = workload_manifests(ctx, workload)
+        yield from problems
+
+
+# Rendering builds the objects compile would: it runs only on a blueprint the other rules found no error in.
+RULES = (check_rendered_templates,)

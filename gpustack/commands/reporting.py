@@ -1,0 +1,35 @@
+"""How every command shows diagnostics: as `gpustack validate` does, each with its source line and caret."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import click
+
+from gpustack.diagnostic import Severity, sort_diagnostics
+from gpustack.report import format_json, format_text
+from gpustack.validation import Validation, source_lines
+
+
+def echo_diagnostics(results: Sequence[Validation], *, err: bool = True) -> None:
+    """The diagnostics of `results` as text (warnings worth reading before a command goes on)."""
+    diagnostics = [d for r in results for d in sort_diagnostics(r.diagnostics)]
+    if diagnostics:
+        click.echo(format_text(diagnostics, source_lines(results)) + "\n", err=err)
+
+
+def stop_invalid(
+    results: Sequence[Validation], output: str, outcome: str, *, command: str | None = None, exit_code: int = 1
+) -> NoReturn:
+    """Say why a command stops at invalid input, and exit: JSON on stdout, or the diagnostics on stderr followed by
+    `FILE: N error(s); OUTCOME` (e.g. "nothing written")."""
+    if output == "json":
+        click.echo(format_json([(r.file, sort_diagnostics(r.diagnostics)) for r in results]), nl=False)
+    else:
+        echo_diagnostics(results)
+        errors = sum(d.severity is Severity.ERROR for r in results for d in r.diagnostics)
+        lead = f"gpustack {command}: " if command is not None else ""
+        click.echo(f"{lead}{', '.join(r.file for r in results)}: {errors} error(s); {outcome}", err=True)
+    sys.exit(exit_code)

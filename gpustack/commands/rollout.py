@@ -1,0 +1,111 @@
+"""`gpustack rollout OLD NEW` and `gpustack rollout --base REV BLUEPRINT`: a change as an ordered, resumable plan."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import click
+
+from gpustack.commands.options import output_option
+from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span, sort_diagnostics
+from gpustack.report import format_json, format_text
+from gpustack.review.loading import Side, side_at_revision, side_from_file
+from gpustack.review.revision import RevisionError
+from gpustack.rollout.model import DEFAULT_PERCENT
+from gpustack.rollout.planner import MaxUnavailableError, plan_rollout
+from gpustack.rollout.render import RENDERERS
+from gpustack.validation import source_lines
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # an invalid blueprint, a git failure, or a refused capacity drop
+
+
+def _report(results: Sequence[tuple[str, Sequence[Diagnostic]]], output: str, sides: list[Side], why: str) -> NoReturn:
+    """Diagnostics as `gpustack validate` shows them: JSON on stdout, or text with source lines on stderr."""
+    if output == "json":
+        click.echo(format_json([(file, sort_diagnostics(found)) for file, found in results]), nl=False)
+    else:
+        validations = [s.validation for s in sides if s.validation is not None]
+        diagnostics = [d for _, found in results for d in sort_diagnostics(found)]
+        click.echo(format_text(diagnostics, source_lines(validations)) + "\n", err=True)
+        click.echo(f"gpustack rollout: {why}", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[Side, Side]:
+    try:
+        before = side_at_revision(blueprints[0], base) if base is not None else side_from_file(blueprints[0])
+    except RevisionError as error:
+        click.echo(f"gpustack rollout: {error}", err=True)
+        sys.exit(EXIT_FAILED)
+    after = side_from_file(blueprints[-1])
+    if before.snapshot is None or after.snapshot is None:
+        invalid = {s.validation.file: s.validation for s in (before, after) if s.validation and not s.validation.ok}
+        results = [(file, v.diagnostics) for file, v in invalid.items()]
+        _report(results, output, [before, after], "invalid blueprint; nothing to plan")
+    return before, after
+
+
+@click.command(name="rollout")
+@click.argument(
+    "blueprints", nargs=-1, required=True, metavar="OLD NEW | --base REV BLUEPRINT", type=click.Path(dir_okay=False)
+)
+@click.option("--base", metavar="REV", help="Plan from BLUEPRINT's version at git revision REV (like `gpustack diff`).")
+@click.option(
+    "--max-unavailable",
+    metavar="N|N%",
+    help=f"Nodes of a pool out at once: a count, or a share of the pool rounded down. "
+    f"Default: {DEFAULT_PERCENT}% of the pool, at least 1 node.",
+)
+@click.option(
+    "--allow-capacity-drop",
+    is_flag=True,
+    help="Print the plan even when a wave leaves a pool below the quota its tenants were guaranteed.",
+)
+@output_option(("text", "markdown", "json", "script"))
+def command(
+    blueprints: tuple[str, ...], base: str | None, max_unavailable: str | None, allow_capacity_drop: bool, output: str
+) -> None:
+    """Plan a blueprint change on a running cluster: OLD NEW, or --base REV BLUEPRINT.
+
+    Waves of nodes per pool; for each wave cordon, drain gpustack's GPU pods (PodDisruptionBudgets are
+    honoured), relabel and retaint, wait for the MIG manager and for the new resources, uncordon. Charts,
+    configs and quota raises go first, workload changes after their pool's first wave, quota cuts last.
+    `--output script` prints a resumable POSIX sh script.
+
+    Exit 0 a plan, 1 an invalid blueprint, a git failure, or a wave that leaves a tenant below its
+    guaranteed quota (unless --allow-capacity-drop), 2 a usage error.
+    """
+    if base is not None and len(blueprints) != 1:
+        raise click.UsageError("with --base give exactly one BLUEPRINT (the working-tree version)")
+    if base is None and len(blueprints) != 2:
+        raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
+    before, after = _load(blueprints, base, output)
+    assert before.snapshot is not None and after.snapshot is not None
+    failed = [
+        (snapshot.label, errors)
+        for snapshot in (before.snapshot, after.snapshot)
+        if (errors := [d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR])
+    ]
+    if failed:
+        _report(failed, output, [before, after], "the blueprint does not compile; nothing to plan")
+    document = after.validation.document if after.validation is not None else None
+
+    def locate(path: JsonPath) -> Span | None:
+        return document.span(path) if document is not None else None
+
+    try:
+        plan = plan_rollout(before.snapshot, after.snapshot, max_unavailable, locate)
+    except MaxUnavailableError as error:
+        raise click.BadParameter(str(error), param_hint="--max-unavailable") from error
+    if plan.refusals and not allow_capacity_drop:
+        _report(
+            [(after.snapshot.label, list(plan.refusals))],
+            output,
+            [before, after],
+            "refused: the rollout would leave tenants below their guaranteed quota (see --allow-capacity-drop)",
+        )
+    click.echo(RENDERERS[output](plan), nl=False)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,81 @@
+"""How each scheduler holds a tenant's quota: the facts both the checks (GS507-GS511) and compile read.
+
+A tenant with `scheduler: kueue` gets a ClusterQueue with one ResourceFlavor per pool; one with `scheduler: volcano`
+gets a Volcano Queue named after it; every tenant's namespaces get a ResourceQuota. They live below the checks so a
+rule and the object it protects read one definition (compile/kueue.py and compile/volcano.py import them).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from gpustack.context import Context
+from gpustack.model import NodePool, Scheduler, Tenant
+from gpustack.offers import full_resource_name
+from gpustack.quantity import parse_quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+# ResourceFlavor CRD limits (maxItems) on nodeTaints and tolerations; GS510 reports pools with more taints.
+MAX_FLAVOR_TAINTS = 8
+# Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
+RESERVED_QUEUES = frozenset({"default", "root"})
+_BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
+
+
+def kueue_tenants(ctx: Context) -> list[Tenant]:
+    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.KUEUE]
+
+
+def volcano_tenants(ctx: Context) -> list[Tenant]:
+    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.VOLCANO]
+
+
+def queue_name(tenant: Tenant) -> str:
+    """A Volcano tenant's Queue (GS509 keeps it off Volcano's own queues)."""
+    return tenant.name
+
+
+def namespace_quota(tenant: Tenant) -> dict[str, int]:
+    """`requests.<resource>` -> amount of the ResourceQuota in each of a tenant's namespaces, Kueue aside.
+
+    Pools sharing a resource name add up (GS506 warns), and Kubernetes has no cross-namespace quota (GS507 warns).
+    """
+    totals: dict[str, int] = {}
+    for _pool, items in tenant.quota:
+        for short, amount in items:
+            key = f"requests.{full_resource_name(short)}"
+            totals[key] = totals.get(key, 0) + amount
+    return dict(sorted(totals.items()))
+
+
+def _quantity(amount: Decimal, resource: str) -> int | str:
+    """A whole number of units as an int; cpu as millicores, memory in the largest binary unit that is exact."""
+    if resource == MEMORY:
+        for suffix, size in _BINARY_UNITS:
+            if amount >= size and amount % size == 0:
+                return f"{int(amount / size)}{suffix}"
+        return str(int(amount))
+    if amount == amount.to_integral_value():
+        return int(amount)
+    return f"{int(amount * 1000)}m"
+
+
+def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
+    """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
+    node = pool.node_resources
+    value = None if node is None else node.cpu if resource == CPU else node.memory
+    return None if value is None else parse_quantity(value) * pool.node_count
+
+
+def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
+    """A Kueue tenant's nominalQuota of a resource in the flavor of a pool."""
+    if resource in (CPU, MEMORY):
+        allocatable = pool_allocatable(pool, resource)
+        # Without nodeResources GS508 stops compile; 0 is never written for a blueprint that validated.
+        return _quantity(allocatable, resource) if allocatable is not None else 0
+    quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
+    if resource in quota:
+        return quota[resource]
+    offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
+    return offer.per_node * pool.node_count if offer is not None else 0
