@@ -17,12 +17,14 @@ from gpustack.model import (
     DevicePlugin,
     DevicePluginFlags,
     GpuNeed,
+    GpuOperator,
     GpuRef,
     HamiSettings,
     HamiSharing,
     KueueCohort,
     KueueSettings,
     KueueTenant,
+    LabelRequirement,
     MigGroup,
     MigManager,
     MigSharing,
@@ -30,12 +32,14 @@ from gpustack.model import (
     Nccl,
     NodePool,
     NodeResources,
+    NodeSelector,
     Preference,
     Replication,
     Scheduler,
     Serve,
     Sharing,
     SharingStrategy,
+    Stack,
     Taint,
     Tenant,
     Topology,
@@ -63,6 +67,19 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         hami=_hami(spec.get("hami", {})),
         kueue=_kueue(spec.get("kueue", {})),
         volcano=_volcano(spec.get("volcano", {})),
+        stack=Stack(get(spec, d.SPEC, "stack")),
+        gpu_operator=_gpu_operator(spec.get("gpuOperator", {})),
+    )
+
+
+def _gpu_operator(data: Data) -> GpuOperator:
+    return GpuOperator(
+        chart_version=get(data, d.GPU_OPERATOR, "chartVersion"),
+        repository=get(data, d.GPU_OPERATOR, "repository"),
+        namespace=get(data, d.GPU_OPERATOR, "namespace"),
+        driver=get(data, d.GPU_OPERATOR, "driver"),
+        toolkit=get(data, d.GPU_OPERATOR, "toolkit"),
+        nfd=get(data, d.GPU_OPERATOR, "nfd"),
     )
 
 
@@ -131,7 +148,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu"))
         if "gpu" in data
         else None,
-        nodes=tuple(data["nodes"]),
+        nodes=tuple(data.get("nodes", ())),
         labels=_pairs(data.get("labels")),
         taints=tuple(
             Taint(t["key"], t.get("value"), t["effect"], (*path, "taints", i))
@@ -149,6 +166,21 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         path=path,
         max_pods=data.get("maxPods"),
         cordoned=tuple(data.get("cordoned", ())),
+        selector=None if "selector" not in data else _selector(data["selector"], (*path, "selector")),
+        count=data.get("count"),
+        min_nodes=data.get("minNodes"),
+        max_nodes=data.get("maxNodes"),
+    )
+
+
+def _selector(data: Data, path: JsonPath) -> NodeSelector:
+    return NodeSelector(
+        match_labels=_pairs(data.get("matchLabels")),
+        match_expressions=tuple(
+            LabelRequirement(e["key"], e["operator"], tuple(e.get("values", ())))
+            for e in data.get("matchExpressions", [])
+        ),
+        path=path,
     )
 
 

@@ -16,6 +16,7 @@ from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib
+from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
 ISOLATION_WORDS = {
@@ -51,6 +52,7 @@ class PoolCapacity:
     sharing: str
     sharing_setting: str  # the strategy with its setting: 'time-slicing x4', 'mig single'
     units: tuple[Unit, ...]
+    selection: str | None = None  # a selector pool: how its nodes are found, and its autoscaling range
 
     @property
     def physical_gpus(self) -> int:
@@ -124,7 +126,7 @@ def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | 
 
 def pool_capacity(context: Context, pool: NodePool) -> PoolCapacity:
     model = context.models.get(pool.name)
-    nodes = len(pool.nodes)
+    nodes = pool.node_count
     demand: dict[str, int] = {}
     for by_tenant in context.demand.values():
         for (pool_name, resource), amount in by_tenant.items():
@@ -152,6 +154,7 @@ def pool_capacity(context: Context, pool: NodePool) -> PoolCapacity:
         str(pool.sharing.strategy),
         _sharing_setting(pool),
         units,
+        _selection(pool),
     )
 
 
@@ -162,6 +165,13 @@ def _sharing_setting(pool: NodePool) -> str:
     if sharing.mig is not None and sharing.strategy is SharingStrategy.MIG:
         return f"mig {sharing.mig.strategy}"
     return str(sharing.strategy)
+
+
+def _selection(pool: NodePool) -> str | None:
+    if pool.selector is None:
+        return None
+    scaled = f", {pool.guaranteed_nodes} to {pool.node_count} nodes (counted at the most)" if pool.count is None else ""
+    return f"nodes selected by {describe_selection(pool)}{scaled}"
 
 
 def _grants(context: Context, tenant_name: str, pools: dict[str, PoolCapacity]) -> list[Grant]:
@@ -244,6 +254,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                 "name": pool.name,
                 "model": pool.model,
                 "nodes": pool.nodes,
+                "selection": pool.selection,
                 "gpusPerNode": pool.gpus_per_node,
                 "physicalGpus": pool.physical_gpus,
                 "sharing": pool.sharing,

@@ -65,7 +65,7 @@ CODES: dict[str, str] = {
     "GS509": "a Volcano tenant named like a queue Volcano owns (default, root)",
     "GS510": "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
     "GS511": "a Kueue lending limit above the tenant's nominal quota",
-    # workloads (gpustack.checks.workloads, gpustack.compile.workloads)
+    # workloads (gpustack.checks.workloads, gpustack.workloads)
     "GS601": "a GPU need the workload's pool cannot meet",
     "GS602": "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
     "GS603": "more than one shared GPU per pod where the pool forbids it",
@@ -73,6 +73,7 @@ CODES: dict[str, str] = {
     "GS605": "a workload template file cannot be read, or its path leads out of the blueprint's folder",
     "GS606": "a workload template does not render to a valid object",
     "GS607": "a VolcanoJob on a HAMi pool",
+    "GS608": "a workload's memory below the GPU memory its pods hold",
     # isolation (gpustack.checks.isolation)
     "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
     "GS702": "a NoExecute taint",
@@ -83,6 +84,9 @@ CODES: dict[str, str] = {
     "GS801": "an unpinned chart version",
     "GS802": "a Kubernetes version outside the supported range",
     "GS803": "a Kubernetes version without ValidatingAdmissionPolicy",
+    "GS804": "a MIG pool with stack: device-plugin (needs an existing GPU Operator's MIG manager)",
+    "GS805": "a selector pool's minNodes above its maxNodes",
+    "GS806": "a GPU Operator chart outside the v26.7.x line gpustack's values are checked against",
     # output (gpustack.write)
     "GS901": "the output directory cannot be replaced safely",
     # rollout (gpustack.rollout)
@@ -306,6 +310,11 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "A VolcanoJob on a HAMi pool: only HAMi's scheduler knows which share of which GPU is free.",
         "Run it as a Job or Deployment on the HAMi pool, or as a VolcanoJob on another pool.",
     ),
+    "GS608": (
+        "A workload's memory (given, or sized from its pool's nodeResources) is below the GPU memory its pods hold: "
+        "loading a model of that size into host memory first fails with OOMKilled.",
+        "Give the workload `resources.memory` at least the GPU memory it requests, or nodeResources to size from.",
+    ),
     "GS701": (
         "A tenant-dedicated pool tainted `nvidia.com/gpu`: the ExtendedResourceToleration admission plugin adds "
         "that toleration to every GPU pod, so other tenants' pods pass the taint.",
@@ -331,6 +340,21 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     "GS803": (
         "The target Kubernetes has no ValidatingAdmissionPolicy (GA in 1.30): tenant isolation rests on taints alone.",
         "Upgrade to 1.30 or newer.",
+    ),
+    "GS804": (
+        "A MIG pool with `stack: device-plugin`: the standalone device plugin cannot partition GPUs, so the layout "
+        "is applied only by a GPU Operator's MIG manager the cluster already runs.",
+        "Set `spec.stack: gpu-operator` so gpustack installs the operator with the layouts, or run the GPU Operator "
+        "in the MIG manager's namespace as `mig/README.md` says.",
+    ),
+    "GS805": (
+        "A selector pool's `minNodes` is above its `maxNodes`: no node count satisfies both.",
+        "Give the autoscaled node pool's real range: `minNodes` is the floor, `maxNodes` the ceiling.",
+    ),
+    "GS806": (
+        "A GPU Operator chart outside the v26.7.x line: the values gpustack writes are checked against v26.7.0, and "
+        "the chart silently ignores keys it does not know.",
+        "Pin a v26.7.x release, or compare `gpu-operator/values.yaml` with that chart's values.yaml first.",
     ),
     "GS901": (
         "`compile` cannot replace the output directory safely: it is a file, it holds files gpustack did not write, "

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
-from gpustack.model import Blueprint, NodePool, Scheduler, SharingStrategy, Tenant, Workload, amounts_for
+from gpustack.model import Blueprint, NodePool, Scheduler, SharingStrategy, Stack, Tenant, Workload, amounts_for
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, full_resource_name, offer_for, pool_offers
 from gpustack.quantity import GIB, parse_quantity
@@ -132,7 +132,7 @@ class Context:
         offer = offer_for(self.offers.get(pool_name, ()), resource)
         if pool is None or offer is None:
             return nominal
-        return max(nominal, offer.per_node * len(pool.nodes))
+        return max(nominal, offer.per_node * pool.node_count)
 
     @cached_property
     def oversubscriptions(self) -> tuple[Oversubscription, ...]:
@@ -167,7 +167,10 @@ class Context:
         Admission policies leave them alone, so they can never be a tenant's.
         """
         blueprint = self.blueprint
-        names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
+        if blueprint.stack is Stack.GPU_OPERATOR:
+            names = {"kube-system", blueprint.gpu_operator.namespace}  # the operator runs the plugin and MIG manager
+        else:
+            names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
         if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in blueprint.pools):
             names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
         return tuple(sorted(names))

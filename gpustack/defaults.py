@@ -17,6 +17,7 @@ from typing import Any
 SPEC = "#/properties/spec"
 DEVICE_PLUGIN = "#/properties/spec/properties/devicePlugin"
 MIG_MANAGER = "#/properties/spec/properties/migManager"
+GPU_OPERATOR = "#/$defs/gpuOperator"
 HAMI_RELEASE = "#/$defs/hamiRelease"
 KUEUE = "#/$defs/kueueSettings"
 VOLCANO = "#/$defs/volcanoSettings"

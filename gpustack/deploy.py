@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi_kubernetes.core.v1 import Namespace, NodePatch
+from pulumi_kubernetes.core.v1 import Namespace, Node, NodePatch
 from pulumi_kubernetes.helm import v3 as helm_v3
 from pulumi_kubernetes.helm.v4 import Chart, RepositoryOptsArgs
 from pulumi_kubernetes.provider import Provider
@@ -177,11 +177,14 @@ class GpuCluster(pulumi.ComponentResource):
             )
             return self.namespaces[step.namespace]
         if isinstance(step, NodeLabels):
+            # A server-side-apply patch of a Node that does not exist creates an empty one (pulumi-kubernetes #2194):
+            # read the node first, so a misspelt or not-yet-created node fails the update instead.
+            existing = Node.get(f"{step.name}-exists", step.node, opts=self._custom_opts(depends_on))
             self.node_patches[step.node] = NodePatch(
                 step.name,
                 metadata=step.metadata,
                 spec=step.spec,
-                opts=self._custom_opts(depends_on, retain_on_delete=step.retain_on_delete),
+                opts=self._custom_opts([*depends_on, existing], retain_on_delete=step.retain_on_delete),
             )
             return self.node_patches[step.node]
         if isinstance(step, ChartInstall):
@@ -234,6 +237,7 @@ class GpuCluster(pulumi.ComponentResource):
             namespace=release.namespace,
             repository_opts=None if release.oci else helm_v3.RepositoryOptsArgs(repo=release.repository),
             values=release.values,
+            disable_openapi_validation=True if release.skip_openapi_validation else None,
             # skip_await stays off: like `helm --wait`, the release is done once its pods are ready and hooks
             # have run, so the custom resources after it meet a serving admission webhook.
             opts=self._custom_opts(depends_on),

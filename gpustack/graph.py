@@ -16,6 +16,7 @@ from typing import TypeVar
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
 from gpustack.review.layouts import index_ranges
+from gpustack.selection import describe_selection
 from gpustack.taints import taint_text
 
 MAX_NODES_SHOWN = 3  # a pool of 200 nodes must not make a 200-name box
@@ -90,11 +91,14 @@ def _sharing_line(pool: NodePool) -> str:
 
 
 def _nodes_line(pool: NodePool) -> str:
+    if pool.selector is not None:
+        size = str(pool.count) if pool.count is not None else f"{pool.min_nodes}-{pool.max_nodes}"
+        return f"{size} nodes: {describe_selection(pool)}"
     shown = ", ".join(pool.nodes[:MAX_NODES_SHOWN])
-    more = len(pool.nodes) - MAX_NODES_SHOWN
+    more = pool.node_count - MAX_NODES_SHOWN
     suffix = f" +{more} more" if more > 0 else ""
-    noun = "node" if len(pool.nodes) == 1 else "nodes"
-    return f"{len(pool.nodes)} {noun}: {shown}{suffix}"
+    noun = "node" if pool.node_count == 1 else "nodes"
+    return f"{pool.node_count} {noun}: {shown}{suffix}"
 
 
 def _pool_node(pool: NodePool) -> GraphNode:

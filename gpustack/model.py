@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from gpustack.defaults import (
     DEVICE_PLUGIN,
+    GPU_OPERATOR,
     HAMI_RELEASE,
     HAMI_SHARING,
     KUEUE,
@@ -45,6 +46,17 @@ KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage ve
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 DEFAULT_KUEUE_API_VERSION: str = schema_default(KUEUE, "apiVersion")
 DEFAULT_VOLCANO_QUEUE_WEIGHT: int = schema_default(TENANT_VOLCANO, "weight")
+# GPU Operator v26.7.0 (2026-08-20): the chart whose values.yaml every key gpustack writes is checked against.
+DEFAULT_GPU_OPERATOR_CHART_VERSION: str = schema_default(GPU_OPERATOR, "chartVersion")
+DEFAULT_GPU_OPERATOR_REPOSITORY: str = schema_default(GPU_OPERATOR, "repository")
+DEFAULT_GPU_OPERATOR_NAMESPACE: str = schema_default(GPU_OPERATOR, "namespace")
+
+
+class Stack(StrEnum):
+    """What runs the GPUs: NVIDIA's GPU Operator (driver, toolkit, plugin, MIG manager) or the standalone plugin."""
+
+    GPU_OPERATOR = "gpu-operator"
+    DEVICE_PLUGIN = "device-plugin"
 
 
 class SharingStrategy(StrEnum):
@@ -108,6 +120,19 @@ class DevicePlugin:
 class MigManager:
     namespace: str = DEFAULT_MIG_NAMESPACE
     config_map: str = DEFAULT_MIG_CONFIGMAP
+
+
+@dataclass(frozen=True)
+class GpuOperator:
+    """The GPU Operator release (stack: gpu-operator) and which of its parts the cluster already runs."""
+
+    chart_version: str = DEFAULT_GPU_OPERATOR_CHART_VERSION
+    repository: str = DEFAULT_GPU_OPERATOR_REPOSITORY
+    namespace: str = DEFAULT_GPU_OPERATOR_NAMESPACE
+    driver: bool = schema_default(GPU_OPERATOR, "driver")
+    toolkit: bool = schema_default(GPU_OPERATOR, "toolkit")
+    nfd: bool = schema_default(GPU_OPERATOR, "nfd")
+    path: JsonPath = ("spec", "gpuOperator")
 
 
 @dataclass(frozen=True)
@@ -217,10 +242,31 @@ class NodeResources:
 
 
 @dataclass(frozen=True)
+class LabelRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeSelector:
+    """A label selector over nodes: every pair and every requirement must hold."""
+
+    match_labels: tuple[tuple[str, str], ...]
+    match_expressions: tuple[LabelRequirement, ...]
+    path: JsonPath
+
+    def requirements(self) -> tuple[LabelRequirement, ...]:
+        """matchLabels as In requirements, then matchExpressions: the form node affinity takes."""
+        pairs = tuple(LabelRequirement(key, "In", (value,)) for key, value in self.match_labels)
+        return pairs + self.match_expressions
+
+
+@dataclass(frozen=True)
 class NodePool:
     name: str
     gpu: GpuRef | None  # None: a CPU-only pool
-    nodes: tuple[str, ...]
+    nodes: tuple[str, ...]  # static pools: the node names; empty for a selector pool
     labels: tuple[tuple[str, str], ...]
     taints: tuple[Taint, ...]
     sharing: Sharing
@@ -231,10 +277,31 @@ class NodePool:
     path: JsonPath
     max_pods: int | None = None  # the kubelet's maxPods (None: its default)
     cordoned: tuple[str, ...] = ()  # nodes with spec.unschedulable, for simulate
+    selector: NodeSelector | None = None  # selector pools: nodes chosen by labels their provider sets
+    count: int | None = None  # selector pools of fixed size
+    min_nodes: int | None = None  # autoscaled selector pools
+    max_nodes: int | None = None
 
     @property
     def gpus_per_node(self) -> int:
         return self.gpu.count if self.gpu is not None else 0
+
+    @property
+    def node_count(self) -> int:
+        """How many nodes the pool can hold: its listed nodes, or a selector pool's count or maxNodes.
+
+        Quotas, flavors and simulations plan for the most the pool offers; `guaranteed_nodes` is the floor.
+        """
+        if self.selector is None:
+            return len(self.nodes)
+        return self.count if self.count is not None else self.max_nodes or 0
+
+    @property
+    def guaranteed_nodes(self) -> int:
+        """The nodes that are always there: a static or fixed-size pool's all, an autoscaled pool's minNodes."""
+        if self.selector is None or self.count is not None:
+            return self.node_count
+        return self.min_nodes or 0
 
 
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
@@ -361,6 +428,8 @@ class Blueprint:
     hami: HamiSettings = field(default_factory=HamiSettings)
     kueue: KueueSettings = field(default_factory=KueueSettings)
     volcano: VolcanoSettings = field(default_factory=VolcanoSettings)
+    stack: Stack = Stack.GPU_OPERATOR
+    gpu_operator: GpuOperator = field(default_factory=GpuOperator)
 
     def template_text(self, path: str) -> str | None:
         return dict(self.templates).get(path)

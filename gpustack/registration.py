@@ -10,11 +10,14 @@ What is registered, in dependency order (each stage waits for every earlier one)
 1. `<name>-cluster` (PriorityClasses, the MIG ConfigMap, admission policies: built-in non-workload kinds)
    and `<name>-tenancy` (ResourceQuotas, LimitRanges: admission reads them, so they must exist before any
    pod in their namespace, or that pod escapes the quota and the defaults).
-2. One `core/v1` NodePatch per node: gpustack's labels, and the pool's taints only with `own_node_taints`.
+2. One `core/v1` NodePatch per node of a static pool: gpustack's labels, and the pool's taints only with
+   `own_node_taints`. Each waits for a read of its Node (`Node.get`), which fails on a node that does not exist:
+   a patch alone would create it. Selector pools get no patch: their provider labels their nodes.
    After the MIG ConfigMap, because the GPU Operator acts on a node's `nvidia.com/mig.config` at once.
-3. Every Helm release of the Plan (the NVIDIA device plugin; HAMi, Volcano or Kueue where used) with the
-   compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm hooks
-   (HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. After the labels, so the device
+3. Every Helm release of the Plan (the GPU Operator or the NVIDIA device plugin; HAMi, Volcano or Kueue where
+   used) with the compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm
+   hooks (GPU Operator, HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. Both wait for their
+   resources to be ready (neither sets skipAwait), as `helm --wait` does. After the labels, so the device
    plugin starts on nodes that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
    Volcano queues). After the charts, which install their CRDs (the Volcano and Kueue releases come
@@ -45,6 +48,7 @@ from gpustack.model import Blueprint
 from gpustack.names import FIELD_MANAGER
 from gpustack.plan import HelmRelease, Manifest, Object, Plan
 from gpustack.report import SourceLine, format_text
+from gpustack.selection import describe_selection
 from gpustack.validation import source_lines, validate_path
 
 # pulumi-kubernetes reads these annotations from a resource's own metadata (and writes them to the object).
@@ -223,7 +227,7 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
     pools = []
     for pool in blueprint.pools:
         model = context.models.get(pool.name)
-        nodes = len(pool.nodes)
+        nodes = pool.node_count
         pools.append(
             {
                 "name": pool.name,
@@ -233,6 +237,8 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
                 },
                 "sharing": str(pool.sharing.strategy),
                 "nodes": list(pool.nodes),
+                # A selector pool's nodes are its provider's: how they are found instead of their names.
+                **({"selector": describe_selection(pool)} if pool.selector is not None else {}),
                 "resources": [
                     {
                         "resource": offer.resource,

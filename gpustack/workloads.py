@@ -1,9 +1,9 @@
 """Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs and Volcano Jobs with correct GPU scheduling.
 
 Everything that makes a GPU pod land is derived, never typed twice: tolerations come from exactly its pool's
-taints, the required node affinity is gpustack's own pool label (GFD's product label changes with sharing:
-`-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones `Context.requests` resolved
-against what the pool advertises, with requests equal to limits.
+taints, the required node affinity is gpustack's own pool label or a selector pool's selector (GFD's product
+label changes with sharing: `-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones
+`Context.requests` resolved against what the pool advertises, with requests equal to limits.
 
 The workloads family lives below the checks, not in compile/: the template check (checks/templates.py) renders each
 workload's template exactly as compile does, through `workload_manifests`, so `validate` fails exactly where
@@ -13,7 +13,6 @@ workload's template exactly as compile does, through `workload_manifests`, so `v
 from __future__ import annotations
 
 import math
-from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from gpustack.context import Context
@@ -32,10 +31,10 @@ from gpustack.names import (
     priority_class_name,
 )
 from gpustack.needs import Requests
-from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.quantity import GIB, parse_quantity
 from gpustack.schedulers import queue_name
+from gpustack.selection import node_selector_term
+from gpustack.sizing import size_pod
 from gpustack.taints import toleration_for
 from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
 
@@ -43,12 +42,8 @@ FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
 PORT_NAME = "http"
 PROBE_PERIOD_SECONDS = 10
-# Without nodeResources in the pool, a pod gets this much CPU and memory unless the workload says otherwise.
-FALLBACK_CPU = "2"
-FALLBACK_MEMORY = "8Gi"
-# Share of a node's allocatable CPU/memory handed out with its GPUs: the rest is left to DaemonSets (device
-# plugin, GFD, DCGM exporter, CNI), so a pod taking all of a node's GPUs still fits on it.
-NODE_SHARE = Decimal("0.9")
+# On a pod whose CPU and memory gpustack sized (sizing.py): where the amounts came from, so none is a silent default.
+SIZED_FROM_ANNOTATION = "gpustack.io/resources-from"
 JOB_BACKOFF_LIMIT = 3
 VOLCANO_MAX_RETRY = 3
 VOLCANO_TASK = "worker"
@@ -196,13 +191,10 @@ def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     return [toleration_for(taint).as_object() for taint in pool.taints]
 
 
-def affinity(workload: Workload) -> dict[str, Any]:
+def affinity(workload: Workload, pool: NodePool) -> dict[str, Any]:
+    # A selector pool is found by its selector (the labels its provider sets), a static one by gpustack's pool label.
     node: dict[str, Any] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [workload.pool]}]}
-            ]
-        }
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [node_selector_term(pool)]}
     }
     if workload.prefer:
         node["preferredDuringSchedulingIgnoredDuringExecution"] = [
@@ -217,22 +209,6 @@ def affinity(workload: Workload) -> dict[str, Any]:
             for preference in workload.prefer
         ]
     return {"nodeAffinity": node}
-
-
-def cpu_and_memory(workload: Workload, pool: NodePool, requests: Requests, ctx: Context) -> tuple[str, str]:
-    """The workload's CPU and memory, or the node share that goes with its GPUs, or a fallback."""
-    cpu, memory = workload.cpu, workload.memory
-    offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource)
-    node = pool.node_resources
-    if offer is not None and offer.per_node > 0 and node is not None:
-        share = Decimal(requests.items[0][1]) / Decimal(offer.per_node) * NODE_SHARE
-        if cpu is None and node.cpu is not None:
-            cores = (parse_quantity(node.cpu) * share).to_integral_value(rounding=ROUND_FLOOR)
-            cpu = str(max(int(cores), 1))
-        if memory is None and node.memory is not None:
-            gib = (parse_quantity(node.memory) * share / GIB).to_integral_value(rounding=ROUND_FLOOR)
-            memory = f"{max(int(gib), 1)}Gi"
-    return cpu or FALLBACK_CPU, memory or FALLBACK_MEMORY
 
 
 def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, Any]:
@@ -292,7 +268,7 @@ def probes(workload: Workload) -> dict[str, Any]:
 
 
 def container(ctx: Context, workload: Workload, pool: NodePool, requests: Requests) -> dict[str, Any]:
-    cpu, memory = cpu_and_memory(workload, pool, requests, ctx)
+    cpu, memory, _ = size_pod(ctx, workload, pool, requests)
     spec: dict[str, Any] = {"name": workload.name, "image": workload.image}
     if workload.command:
         spec["command"] = list(workload.command)
@@ -314,18 +290,21 @@ def pod_template(
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {"labels": workload_labels(workload)}
+    sized_from = size_pod(ctx, workload, pool, requests)[2]
+    if sized_from != "resources":
+        metadata["annotations"] = {SIZED_FROM_ANNOTATION: sized_from}
     name = scheduler_name(ctx, pool, tenant)
     # A VolcanoJob names its scheduler and queue on the Job; the controller copies them to the pods.
     if name is not None and workload.kind is not WorkloadKind.VOLCANO_JOB:
         spec["schedulerName"] = name
         if name == VOLCANO_SCHEDULER and tenant is not None:
             # Volcano puts a pod of no Volcano Job in a PodGroup of one, in the queue this annotation names.
-            metadata["annotations"] = {VOLCANO_QUEUE_ANNOTATION: queue_name(tenant)}
+            metadata.setdefault("annotations", {})[VOLCANO_QUEUE_ANNOTATION] = queue_name(tenant)
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
     spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    spec["affinity"] = affinity(workload)
+    spec["affinity"] = affinity(workload, pool)
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
     spec["containers"] = [container(ctx, workload, pool, requests)]

@@ -52,7 +52,7 @@ def test_the_old_format_flag_still_works_with_a_warning(command: str) -> None:
 def test_compile_writes_to_out_dir_without_warnings(tmp_path: Path) -> None:
     code, out, err = run("compile", QUICKSTART, "-d", str(tmp_path / "out"))
     assert code == 0 and err == ""
-    assert out.startswith(f"wrote 11 files to {tmp_path / 'out'}")
+    assert out.startswith(f"wrote 13 files to {tmp_path / 'out'}")
     assert (tmp_path / "out" / "kustomization.yaml").is_file()
 
 
@@ -101,7 +101,7 @@ def test_compile_json_describes_what_was_written(tmp_path: Path) -> None:
         assert entry["bytes"] == (out_dir / entry["path"]).stat().st_size
     assert sum(report["objectsByKind"].values()) == report["objectCount"] > 0
     assert report["objectsByKind"]["Namespace"] >= 1
-    assert {r["chart"] for r in report["helmReleases"]} >= {"nvidia-device-plugin"}
+    assert {r["chart"] for r in report["helmReleases"]} >= {"gpu-operator"}
     assert all(r["valuesFile"] in on_disk for r in report["helmReleases"])
 
 

@@ -593,7 +593,7 @@ def test_tenants_are_bound_by_namespace_name_and_system_namespaces_are_left_alon
             "matchExpressions": [{"key": NAME_LABEL, "operator": "In", "values": sorted(tenant.namespaces)}]
         }
     tenant_namespaces = sorted(ns for t in ctx.blueprint.tenants for ns in t.namespaces)
-    system = ["gpu-operator", "kube-system", "nvidia-device-plugin"]
+    system = ["gpu-operator", "kube-system"]  # the GPU Operator runs the plugin and the MIG manager there
     assert bindings[UNKNOWN_TENANT_POLICY]["matchExpressions"] == [
         {"key": TENANT_LABEL, "operator": "Exists"},
         {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(system + tenant_namespaces)},
@@ -606,6 +606,8 @@ def test_tenants_are_bound_by_namespace_name_and_system_namespaces_are_left_alon
 
 def test_a_system_namespace_handed_to_a_tenant_is_still_not_checked() -> None:
     data = yaml.safe_load(BLUEPRINT_FILES["quickstart"].read_text())
+    data["spec"]["stack"] = "device-plugin"  # the standalone plugin's namespace is a system one
+    data["spec"].pop("gpuOperator")
     data["spec"]["tenants"][0]["namespaces"] = ["ml", "nvidia-device-plugin"]
     result = validate_text(json.dumps(data), "system.json")
     # The validator refuses it (GS206), and warns that the tenant's quota now counts twice (GS507).

@@ -411,4 +411,4 @@ def test_output_does_not_depend_on_hash_randomisation() -> None:
         )
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
-    assert "nvidia-device-plugin" in outputs[0]
+    assert "gpu-operator" in outputs[0]

@@ -114,11 +114,13 @@ def test_seed_traps_cannot_happen(example: Path) -> None:
             tolerated = {(t["key"], t.get("value"), t["effect"]) for t in spec.get("tolerations", [])}
             assert tolerated == {(t.key, t.value, t.effect) for t in pool.taints}, manifest.key
             terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            assert terms["nodeSelectorTerms"][0]["matchExpressions"][0] == {
-                "key": "gpustack.io/pool",
-                "operator": "In",
-                "values": [pool.name],
-            }
+            # A static pool by gpustack's pool label, a selector pool by exactly its selector.
+            expected = (
+                [{"key": "gpustack.io/pool", "operator": "In", "values": [pool.name]}]
+                if pool.selector is None
+                else [{"key": k, "operator": "In", "values": [v]} for k, v in pool.selector.match_labels]
+            )
+            assert terms["nodeSelectorTerms"] == [{"matchExpressions": expected}]
             for container in spec["containers"]:
                 limits = container["resources"]["limits"]
                 requests = container["resources"]["requests"]
@@ -165,12 +167,12 @@ def test_check_reports_stale_and_current(tmp_path: Path) -> None:
     example = str(BLUEPRINTS / "quickstart.yaml")
     assert run("compile", example, "-d", str(out))[0] == 0
     assert run("compile", example, "-d", str(out), "--check") == (0, f"{out} is up to date\n", "")
-    values = out / "device-plugin" / "values.yaml"
+    values = out / "gpu-operator" / "values.yaml"
     values.write_text(values.read_text() + "# hand edit\n")
     (out / "stray.yaml").write_text("x: 1\n")
     code, stdout, _ = run("compile", example, "-d", str(out), "--check")
     assert code == 1
-    assert "changed: device-plugin/values.yaml" in stdout and "-# hand edit" in stdout
+    assert "changed: gpu-operator/values.yaml" in stdout and "-# hand edit" in stdout
     assert "unexpected: stray.yaml" in stdout
 
 
@@ -216,10 +218,11 @@ def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
     assert code == 0
     documents = list(yaml.safe_load_all(stdout))
     plan = compiled(BLUEPRINTS / "seed-article.yaml")
-    # Exactly what the kustomization applies: taint patches would take over each node's whole taint list.
-    assert documents == [m.obj for m in plan.objects if m.family != "node-taints"]
-    assert "not in the stream" in stderr and "device-plugin/values.yaml" in stderr
-    assert "node taint patch(es)" in stderr
+    # Exactly what the kustomization applies: no Node objects (applying one that does not exist creates it).
+    assert documents == [m.obj for m in plan.objects if m.family not in ("nodes", "node-taints")]
+    assert not [d for d in documents if d["kind"] == "Node"]
+    assert "not in the stream" in stderr and "gpu-operator/values.yaml" in stderr
+    assert "node label and taint patch(es)" in stderr
 
 
 def test_check_of_a_stream_is_a_usage_error() -> None:
@@ -255,10 +258,14 @@ def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:
     files = render_files(plan)
     kustomization = yaml.safe_load(files["kustomization.yaml"])
     listed = set(kustomization["resources"])
-    assert listed == {m.file for m in plan.objects if m.family != "node-taints"}
+    assert listed == {m.file for m in plan.objects if m.family not in ("nodes", "node-taints")}
     assert all(name in files for name in listed)
     assert "nodes/taints.yaml" in files and "nodes/taints.yaml" not in listed
+    assert "nodes/nodes.yaml" in files and "nodes/nodes.yaml" not in listed
     readme = files["README.md"]
-    assert "helm upgrade --install nvidia-device-plugin" in readme and "--version 0.20.0" in readme
+    assert "helm upgrade --install gpu-operator" in readme and "--version v26.7.0" in readme
+    assert readme.count("--wait --timeout") == len(plan.releases)
+    # The operator upgrades its CRDs in a hook that needs it (values.yaml: operator.upgradeCRD).
+    assert "-f gpu-operator/values.yaml --wait --timeout 15m --disable-openapi-validation" in readme
     for name in files:
         assert f"`{name}`" in readme or name == "README.md"

@@ -452,6 +452,26 @@ def test_cpu_and_memory_share_the_node_with_the_gpus() -> None:
     assert (requests["cpu"], requests["memory"]) == ("3", "12Gi")
 
 
+def sized(workload: str) -> tuple[str, str, dict[str, str]]:
+    [template] = pod_specs(main_object(compiled(), workload))[:1]
+    requests = template["spec"]["containers"][0]["resources"]["requests"]
+    limits = template["spec"]["containers"][0]["resources"]["limits"]
+    assert (limits["cpu"], limits["memory"]) == (requests["cpu"], requests["memory"])
+    return requests["cpu"], requests["memory"], template["metadata"].get("annotations", {})
+
+
+def test_without_resources_or_node_resources_pods_are_sized_from_their_gpus() -> None:
+    # No silent 2 CPU / 8Gi: host memory covers the GPU memory the pod holds, 4 CPUs per GPU unit, and the pod
+    # says where the amounts came from.
+    cpu, memory, annotations = sized("batch")  # 2 x L4 (24Gi)
+    assert (cpu, memory, annotations["gpustack.io/resources-from"]) == ("8", "48Gi", "GPU memory")
+    cpu, memory, annotations = sized("ddp")  # 8 x H100 80GB
+    assert (cpu, memory) == ("32", "640Gi") and annotations["gpustack.io/resources-from"] == "GPU memory"
+    assert sized("vgpu")[1] == "10Gi"  # HAMi: the 10Gi of GPU memory it asked for
+    assert sized("notebook")[2] == {}  # given in the blueprint: nothing to explain
+    assert sized("llm")[2] == {"gpustack.io/resources-from": "node share"}
+
+
 def test_workloads_without_resolved_requests_are_skipped() -> None:
     unfit = {**WORKLOADS[3], "name": "too-big", "gpu": {"count": 16}}
     output = compiled(blueprint([WORKLOADS[3], unfit], check=False))

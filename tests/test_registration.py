@@ -78,18 +78,21 @@ def test_the_registrations_carry_exactly_what_gpustack_compile_writes(path: Path
     steps = registrations(cut(path), "gs")
     objects = [obj for s in steps if isinstance(s, ObjectGroup) for obj in s.objects]
     assert sorted(map(repr, objects)) == sorted(repr(d) for d in written if d["kind"] != "Node")
-    labelled = {d["metadata"]["name"]: d["metadata"]["labels"] for d in written if d["kind"] == "Node"}
+    # Node objects stay out of the kustomization (applying one that does not exist creates it); Pulumi patches the
+    # static pools' nodes with exactly the labels of nodes/nodes.yaml.
+    labelled = {m.name: m.obj["metadata"]["labels"] for m in plan.objects if m.kind == "Node" and m.family == "nodes"}
+    assert not any(d["kind"] == "Node" for d in written)
     assert {s.node: s.metadata["labels"] for s in steps if isinstance(s, NodeLabels)} == labelled
     charts = [s.release for s in steps if isinstance(s, ChartInstall)]
     assert charts == list(plan.releases)
 
 
-def test_volcano_and_hami_install_as_helm_releases_for_their_hooks() -> None:
+def test_the_gpu_operator_volcano_and_hami_install_as_helm_releases_for_their_hooks() -> None:
     for path in (BLUEPRINTS / "volcano.yaml", BLUEPRINTS / "hami.yaml"):
         installs = {
             s.release.chart: s.as_release for s in registrations(cut(path), "gs") if isinstance(s, ChartInstall)
         }
-        assert installs.pop("nvidia-device-plugin") is False
+        assert installs.pop("gpu-operator") is True
         assert installs and all(installs.values()), installs
 
 
@@ -116,10 +119,11 @@ def test_options_reach_the_registrations_without_touching_the_plan() -> None:
 
 
 def test_release_namespaces_the_plan_lacks_are_created_first() -> None:
-    steps = registrations(cut(BLUEPRINTS / "quickstart.yaml"), "gs")
+    # The GPU Operator's namespace is in the Plan (it carries the Pod Security label); Volcano's is not.
+    steps = registrations(cut(BLUEPRINTS / "volcano.yaml"), "gs")
     namespaces = [s for s in steps if isinstance(s, ReleaseNamespace)]
     assert [(n.name, n.namespace, n.depends_on) for n in namespaces] == [
-        ("gs-namespace-nvidia-device-plugin", "nvidia-device-plugin", ())
+        ("gs-namespace-volcano-system", "volcano-system", ())
     ]
 
 

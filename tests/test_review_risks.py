@@ -314,20 +314,55 @@ def test_node_moved__silent_when_nodes_are_only_added_or_removed() -> None:
 # device-plugin-chart
 
 
+def standalone(data: dict[str, Any]) -> None:
+    data["spec"]["stack"] = "device-plugin"
+
+
+def risks_between(before_edit: Edit, *edits: Edit, code: str | None = None) -> list[Risk]:
+    before = copy.deepcopy(BASE)
+    before_edit(before)
+    after = copy.deepcopy(before)
+    for edit in edits:
+        edit(after)
+    found = assess_risks(snapshot(before, "before.yaml"), snapshot(after, "after.yaml"))
+    return [r for r in found if code is None or r.code == code]
+
+
 def test_device_plugin_chart__fires_on_a_version_or_repository_change() -> None:
-    risk = only(risks_after(lambda d: d["spec"].__setitem__("devicePlugin", {"chartVersion": "0.17.0"})))
+    risk = only(risks_between(standalone, lambda d: d["spec"].__setitem__("devicePlugin", {"chartVersion": "0.17.0"})))
     assert risk.code == "device-plugin-chart" and risk.severity is Level.MEDIUM
     assert "downgraded from 0.20.0 to 0.17.0" in risk.title
     assert risk.nodes == ("a-a", "h-a", "h-b", "l-a", "l-b", "s-a")
     mirror = {"repository": "https://charts.example.com/nvidia"}
-    risk = only(risks_after(lambda d: d["spec"].__setitem__("devicePlugin", mirror)))
+    risk = only(risks_between(standalone, lambda d: d["spec"].__setitem__("devicePlugin", mirror)))
     assert "https://charts.example.com/nvidia" in risk.title
 
 
-def test_device_plugin_chart__silent_for_other_settings_and_a_first_install() -> None:
-    assert risks_after(lambda d: d["spec"].__setitem__("devicePlugin", {"namespace": "gpu"})) == []
+def test_device_plugin_chart__silent_for_other_settings_a_first_install_and_the_operator_stack() -> None:
+    assert risks_between(standalone, lambda d: d["spec"].__setitem__("devicePlugin", {"namespace": "gpu"})) == []
     first = assess_risks(empty_snapshot("new"), snapshot(BASE, "a"))
     assert [r for r in first if r.code == "device-plugin-chart"] == []
+    # With the GPU Operator the standalone chart is not installed: its version is not a change to the cluster.
+    assert risks_after(lambda d: d["spec"].__setitem__("devicePlugin", {"chartVersion": "0.17.0"})) == []
+
+
+# gpu-stack
+
+
+def test_gpu_stack__a_switch_is_high_and_names_the_release_to_remove() -> None:
+    risk = only(risks_between(standalone, lambda d: d["spec"].__setitem__("stack", "gpu-operator")))
+    assert risk.code == "gpu-stack" and risk.severity is Level.HIGH
+    assert "helm uninstall nvidia-device-plugin" in risk.advice
+    assert risk.nodes == ("a-a", "h-a", "h-b", "l-a", "l-b", "s-a")
+
+
+def test_gpu_stack__an_operator_upgrade_or_driver_change_is_medium() -> None:
+    upgrade = only(risks_after(lambda d: d["spec"].__setitem__("gpuOperator", {"chartVersion": "v26.7.1"})))
+    assert upgrade.code == "gpu-operator-chart" and upgrade.severity is Level.MEDIUM
+    assert "v26.7.0 -> v26.7.1" in upgrade.title
+    driver = only(risks_after(lambda d: d["spec"].__setitem__("gpuOperator", {"driver": False})))
+    assert "driver or toolkit" in driver.title
+    assert risks_after(lambda d: d["spec"].__setitem__("gpuOperator", {"nfd": False})) == []
 
 
 # tenant-access-lost

@@ -77,12 +77,25 @@ def test_shell_and_newline_injection_in_chart_fields_is_refused(tmp_path: Path, 
     assert code == 1 and "bp.yaml:11:" in output and "error[GS105]" in output, output
 
 
-def test_the_readme_quotes_every_word_of_its_shell_commands(tmp_path: Path) -> None:
-    text = BASE.replace("  tenants:", '  devicePlugin: {repository: "https://example.com/~charts"}\n  tenants:')
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            'stack: device-plugin\n  devicePlugin: {repository: "https://example.com/~charts"}',
+            "helm repo add nvidia-device-plugin 'https://example.com/~charts'",
+        ),
+        (
+            'gpuOperator: {repository: "https://example.com/~ops"}',
+            "helm repo add gpu-operator 'https://example.com/~ops'",
+        ),
+    ],
+)
+def test_the_readme_quotes_every_word_of_its_shell_commands(tmp_path: Path, settings: str, expected: str) -> None:
+    text = BASE.replace("  tenants:", f"  {settings}\n  tenants:")
     out = tmp_path / "out"
-    assert run("compile", write(tmp_path, text), "-o", str(out))[0] == 0
+    assert run("compile", write(tmp_path, text), "-d", str(out))[0] == 0
     readme = (out / "README.md").read_text()
-    assert "helm repo add nvidia-device-plugin 'https://example.com/~charts'" in readme
+    assert expected in readme
 
 
 # --- M6: line breaks in free text cannot break out of the review's Markdown table ------------------------------------

@@ -30,7 +30,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                 offers = ctx.offers[pool_name]
                 if not offers:
                     continue
-                nodes = len(pool.nodes)
+                nodes = pool.node_count
                 for resource, amount in items:
                     offer = offer_for(offers, full_resource_name(resource))
                     if offer is None:

@@ -39,11 +39,11 @@ from gpustack.names import (
     DEVICE_MOUNT_ROOT,
     GPU_ONLY_ENV,
     MANAGED_BY,
-    POOL_LABEL,
     TENANT_LABEL,
     VOLCANO_SCHEDULER,
 )
 from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.selection import identifying_labels
 from gpustack.taints import taint_text
 from gpustack.workload_templates import allowed_priority_classes
 
@@ -346,12 +346,13 @@ def _collect_taints(
 
 
 def collect_pool_labels(pool: NodePool) -> list[tuple[str, str]]:
-    """The node labels that name the pool: gpustack's pool label, the pool's own labels, its nodes' hostnames.
+    """The node labels that name the pool: gpustack's pool label, a selector's values, the pool's own labels, its
+    nodes' hostnames.
 
     Not the device-plugin and MIG config labels: they name a configuration that pools share, and the GPU Operator
     puts `nvidia.com/mig.config=all-disabled` on nodes outside any pool.
     """
-    return [(POOL_LABEL, pool.name), *pool.labels, *((HOSTNAME_LABEL, node) for node in pool.nodes)]
+    return [*identifying_labels(pool), *pool.labels, *((HOSTNAME_LABEL, node) for node in pool.nodes)]
 
 
 def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:

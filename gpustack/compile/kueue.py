@@ -157,7 +157,10 @@ Notes:
 
 
 def resource_flavor(pool: NodePool, api_version: str) -> Object:
-    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
+    # A selector pool's exact labels are the ones its provider sets: Kueue's nodeSelector then holds from a node's
+    # first moment; nodeLabels is a plain map, so expressions fall back to gpustack's pool label.
+    labels = dict(pool.selector.match_labels) if pool.selector is not None else {}
+    spec: dict[str, Any] = {"nodeLabels": labels or {POOL_LABEL: pool.name}}
     if pool.taints:
         # Both, as the pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
         # into admitted pods (and, listed together, make Kueue skip the taint check at admission).

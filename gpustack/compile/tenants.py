@@ -87,7 +87,7 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
     named = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
     totals: dict[str, int] = {}
     for pool in tenant.pools:
-        nodes = len(ctx.pools[pool].nodes) if pool in ctx.pools else 0
+        nodes = ctx.pools[pool].node_count if pool in ctx.pools else 0
         quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool).items()}
         for offer in ctx.offers.get(pool, ()):
             if offer.resource not in named:

@@ -126,6 +126,14 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
         base = gfd_labels(pool, model, offers) if gfd and model is not None else {}
         own = {POOL_LABEL: pool.name, **dict(pool.labels)}
         pool_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+        if pool.selector is not None:
+            # A selector pool's nodes are the provider's to create: as many as it may hold, named after the pool,
+            # carrying what the selector matches and what nodes/<pool>.node-pool.yaml tells the provider to set.
+            labels = {**base, **own, **selector_labels(pool)}
+            for index in range(1, pool.node_count + 1):
+                name = f"{pool.name}-{index}"
+                nodes.append(Node(name, pool.name, {HOSTNAME: name, **labels}, pool_taints, allocatable(pool, offers)))
+            continue
         for name in pool.nodes:
             # Without compiled patches (a plan of other families only), the blueprint's own labels and taints.
             labels = {HOSTNAME: name, **base, **labels_of.get(name, own)}
@@ -133,6 +141,19 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
             cordoned = name in pool.cordoned
             nodes.append(Node(name, pool.name, labels, taints, allocatable(pool, offers), unschedulable=cordoned))
     return tuple(nodes)
+
+
+def selector_labels(pool: NodePool) -> dict[str, str]:
+    """Labels that satisfy a selector pool's selector: its exact values, the first allowed `In` value, and a
+    placeholder value for `Exists`."""
+    labels: dict[str, str] = {}
+    assert pool.selector is not None
+    for requirement in pool.selector.requirements():
+        if requirement.operator == "In":
+            labels[requirement.key] = requirement.values[0]
+        elif requirement.operator == "Exists":
+            labels[requirement.key] = "present"
+    return labels
 
 
 def _taint(raw: Mapping[str, Any]) -> Taint:

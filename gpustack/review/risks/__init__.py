@@ -12,6 +12,7 @@ from collections.abc import Callable
 from gpustack.review.risk import Risk
 from gpustack.review.risks.gpus import (
     device_plugin_chart,
+    gpu_stack,
     isolation_weakened,
     mig_repartition,
     resource_renamed,
@@ -34,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     quota_below_need,
     node_moved,
     device_plugin_chart,
+    gpu_stack,
     tenant_access_lost,
     isolation_weakened,
     unit_memory_shrinks,

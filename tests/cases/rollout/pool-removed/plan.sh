@@ -8,7 +8,7 @@ set -eu
 # Finished steps, one id a line. Remove the file to start over. Its name carries a digest of the plan,
 # so the script of another change never takes this one's finished steps for its own.
 # GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by Pulumi, see docs/rollout.md).
-STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout-9066eb182e97.state}
+STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout-a7d1c0f98d8f.state}
 touch "$STATE_FILE"
 
 step() {
@@ -50,9 +50,9 @@ apply_job() {
 # --- prepare: Before the first wave: charts, configs, quota raises, removed workloads
 # delete Deployment embedder in search (removed from the blueprint; frees its GPUs)
 step prepare.01-delete kubectl delete Deployment.apps embedder --namespace search --ignore-not-found
-# upgrade Helm release nvidia-device-plugin to chart nvidia-device-plugin 0.20.0 with values for the old and the new nodes alike (the new alone after the last wave)
-step prepare.02-helm-upgrade helm upgrade --install nvidia-device-plugin nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --namespace nvidia-device-plugin --create-namespace --values - <<'GPUSTACK_OBJECT'
-{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpustack.io/pool","operator":"In","values":["a100-train","a100-serve"]}]}]}}},"config":{"default":"whole-gpu","map":{"whole-gpu":"version: v1\nflags:\n  migStrategy: none\n"}},"gfd":{"enabled":true},"tolerations":[{"key":"CriticalAddonsOnly","operator":"Exists"},{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"},{"effect":"NoSchedule","key":"gpustack.io/pool","operator":"Exists"}]}
+# upgrade Helm release gpu-operator to chart gpu-operator v26.7.0 with values for the old and the new nodes alike (the new alone after the last wave)
+step prepare.02-helm-upgrade helm upgrade --install gpu-operator gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0 --namespace gpu-operator --create-namespace --values - <<'GPUSTACK_OBJECT'
+{"daemonsets":{"tolerations":[{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"},{"effect":"NoSchedule","key":"gpustack.io/pool","operator":"Exists"}]},"devicePlugin":{"config":{"create":true,"data":{"whole-gpu":"version: v1\nflags:\n  migStrategy: none\n"},"default":"whole-gpu","name":"gpustack-device-plugin-config"},"enabled":true},"driver":{"enabled":true},"gfd":{"enabled":true},"mig":{"strategy":"none"},"migManager":{"config":{"create":true,"data":{"config.yaml":"version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n"},"default":"all-disabled","name":"gpustack-mig-parted-config"},"enabled":true},"nfd":{"enabled":true},"node-feature-discovery":{"worker":{"tolerations":[{"effect":"NoSchedule","key":"node-role.kubernetes.io/control-plane","operator":"Equal","value":""},{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"},{"effect":"NoSchedule","key":"gpustack.io/pool","operator":"Exists"}]}},"toolkit":{"enabled":true}}
 GPUSTACK_OBJECT
 # apply PriorityClass gpustack-normal (before any node changes)
 step prepare.03-apply kubectl apply --server-side --field-manager=gpustack -f - <<'GPUSTACK_OBJECT'
@@ -72,11 +72,11 @@ step prepare.06-apply kubectl apply --server-side --field-manager=gpustack -f - 
 GPUSTACK_OBJECT
 # apply ValidatingAdmissionPolicyBinding gpustack-granted-pools (before any node changes)
 step prepare.07-apply kubectl apply --server-side --field-manager=gpustack -f - <<'GPUSTACK_OBJECT'
-{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack"},"name":"gpustack-granted-pools"},"spec":{"matchResources":{"namespaceSelector":{"matchExpressions":[{"key":"gpustack.io/tenant","operator":"DoesNotExist"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["gpu-operator","kube-system","nvidia-device-plugin","research"]}]}},"policyName":"gpustack-granted-pools","validationActions":["Deny"]}}
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack"},"name":"gpustack-granted-pools"},"spec":{"matchResources":{"namespaceSelector":{"matchExpressions":[{"key":"gpustack.io/tenant","operator":"DoesNotExist"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["gpu-operator","kube-system","research"]}]}},"policyName":"gpustack-granted-pools","validationActions":["Deny"]}}
 GPUSTACK_OBJECT
 # apply ValidatingAdmissionPolicyBinding gpustack-unknown-tenant (before any node changes)
 step prepare.08-apply kubectl apply --server-side --field-manager=gpustack -f - <<'GPUSTACK_OBJECT'
-{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack"},"name":"gpustack-unknown-tenant"},"spec":{"matchResources":{"namespaceSelector":{"matchExpressions":[{"key":"gpustack.io/tenant","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["gpu-operator","kube-system","nvidia-device-plugin","research"]}]}},"policyName":"gpustack-unknown-tenant","validationActions":["Deny"]}}
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"labels":{"app.kubernetes.io/managed-by":"gpustack"},"name":"gpustack-unknown-tenant"},"spec":{"matchResources":{"namespaceSelector":{"matchExpressions":[{"key":"gpustack.io/tenant","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["gpu-operator","kube-system","research"]}]}},"policyName":"gpustack-unknown-tenant","validationActions":["Deny"]}}
 GPUSTACK_OBJECT
 
 # --- wave01: pool a100-serve: drain and change a100-c (leaves pool a100-serve)
@@ -106,9 +106,9 @@ step wave02.04-untaint untaint a100-d gpustack.io/pool:NoSchedule
 step wave02.05-uncordon kubectl uncordon a100-d
 
 # --- finish: After the last wave: quota cuts, removed objects
-# upgrade Helm release nvidia-device-plugin to chart nvidia-device-plugin 0.20.0 with the new values alone (the old nodes are gone)
-step finish.01-helm-upgrade helm upgrade --install nvidia-device-plugin nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --namespace nvidia-device-plugin --create-namespace --values - <<'GPUSTACK_OBJECT'
-{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpustack.io/pool","operator":"In","values":["a100-train"]}]}]}}},"config":{"default":"whole-gpu","map":{"whole-gpu":"version: v1\nflags:\n  migStrategy: none\n"}},"gfd":{"enabled":true},"tolerations":[{"key":"CriticalAddonsOnly","operator":"Exists"},{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"}]}
+# upgrade Helm release gpu-operator to chart gpu-operator v26.7.0 with the new values alone (the old nodes are gone)
+step finish.01-helm-upgrade helm upgrade --install gpu-operator gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0 --namespace gpu-operator --create-namespace --values - <<'GPUSTACK_OBJECT'
+{"daemonsets":{"tolerations":[{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"}]},"devicePlugin":{"config":{"create":true,"data":{"whole-gpu":"version: v1\nflags:\n  migStrategy: none\n"},"default":"whole-gpu","name":"gpustack-device-plugin-config"},"enabled":true},"driver":{"enabled":true},"gfd":{"enabled":true},"mig":{"strategy":"none"},"migManager":{"config":{"create":true,"data":{"config.yaml":"version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n"},"default":"all-disabled","name":"gpustack-mig-parted-config"},"enabled":true},"nfd":{"enabled":true},"node-feature-discovery":{"worker":{"tolerations":[{"effect":"NoSchedule","key":"node-role.kubernetes.io/control-plane","operator":"Equal","value":""},{"effect":"NoSchedule","key":"nvidia.com/gpu","operator":"Exists"},{"effect":"NoSchedule","key":"maintenance","operator":"Exists"}]}},"toolkit":{"enabled":true}}
 GPUSTACK_OBJECT
 # delete ValidatingAdmissionPolicyBinding gpustack-tenant-search (removed from the blueprint)
 step finish.02-delete kubectl delete ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io gpustack-tenant-search --ignore-not-found
