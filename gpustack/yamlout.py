@@ -94,11 +94,12 @@ class Writer:
         # C path's cache holds only strings it may write, so each path has its own.
         self.styles: dict[str, str | None] = {}
         self.pure_styles: dict[str, str | None] = {}
+        self.tags: dict[str, str] = {}  # the C path's implicit tag per distinct scalar text
 
     def dump(self, obj: Any) -> str:
         if self.c_dumper is not None:
             try:
-                return _dump(obj, self.c_dumper, self.styles, width=-1)  # -1: libyaml's "never wrap"
+                return _dump(obj, self.c_dumper, self.styles, width=-1, tags=self.tags)  # -1: never wrap
             except _NotForLibyaml:
                 pass
         self.pure_documents += 1
@@ -109,12 +110,15 @@ class _NotForLibyaml(Exception):
     """A string whose escaping libyaml and PyYAML might word differently."""
 
 
-def _dump(obj: Any, dumper_class: type[Any], styles: dict[str, str | None], width: int) -> str:
+def _dump(
+    obj: Any, dumper_class: type[Any], styles: dict[str, str | None], width: int, tags: dict[str, str] | None = None
+) -> str:
     stream = io.StringIO()
     dumper = dumper_class(
         stream, default_flow_style=False, sort_keys=False, allow_unicode=True, width=width
     )  # sort_keys=False: the compiler decides the order
     dumper.styles = styles
+    dumper.tags = tags
     try:
         dumper.open()
         dumper.represent(obj)
@@ -151,12 +155,21 @@ def _choose_style(text: str) -> str | None:
         return _LITERAL  # the emitter falls back to double quotes where a block cannot hold the text
     if could_be_misread(text):
         return _DOUBLE_QUOTED
+    if _ASCII_LINE.fullmatch(text):  # what analyze_scalar would say, without walking the string in Python
+        return None if _ASCII_PLAIN.fullmatch(text) else _DOUBLE_QUOTED
     analysis = _ANALYST.analyze_scalar(text)
     if analysis.empty or not analysis.allow_block_plain:
         return _DOUBLE_QUOTED  # one quoting style everywhere, instead of the emitter's single quotes
     return None
 
 
+# PyYAML's analyze_scalar, for one line of printable ASCII: plain in a block unless it starts with
+# an indicator ('---', '...', one of #,[]{}&*!|>'"%@` or '?', ':', '-' before a space or the end) or
+# a space, ends with a space or ':', or holds ': ' or ' #'. Tests hold the two to the same answers.
+_ASCII_LINE: Final = re.compile(r"[\x20-\x7e]+")
+_ASCII_PLAIN: Final = re.compile(
+    r"(?!---|\.\.\.|[#,\[\]{}&*!|>'\"%@` ]|[?:-](?: |\Z))(?!.*(?:: | #|[: ]\Z)).+", re.DOTALL
+)
 # analyze_scalar reads only allow_unicode from the emitter's state.
 _ANALYST: Final = yaml.emitter.Emitter(io.StringIO(), allow_unicode=True)
 
@@ -197,6 +210,7 @@ def _c_dumper_class() -> type[Any] | None:
         """
 
         styles: dict[str, str | None]
+        tags: dict[str, str]
 
         def __init__(self, stream: Any, **options: Any) -> None:
             default_flow_style = options.pop("default_flow_style")
@@ -231,9 +245,13 @@ def _c_dumper_class() -> type[Any] | None:
 
         def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
             # The C serializer asks twice per scalar whether its tag can go unwritten.
-            if kind is ScalarNode and not implicit[0]:
+            if kind is not ScalarNode:
+                return str(super().resolve(kind, value, implicit))
+            if not implicit[0]:
                 return STR_TAG  # the default tag of a quoted scalar, as Resolver answers without path resolvers
-            tag: str = super().resolve(kind, value, implicit)
+            tag = self.tags.get(value)
+            if tag is None:
+                tag = self.tags[value] = super().resolve(kind, value, implicit)
             return tag
 
     CDumper.yaml_representers = dict(_PureDumper.yaml_representers)
