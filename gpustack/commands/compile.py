@@ -15,6 +15,7 @@ from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.report import SourceLine, format_json, format_text
 from gpustack.validation import validate_path
 from gpustack.write import stale_files, write_directory
+from gpustack.yamlout import LIBYAML, SLOW_WRITER_NOTE
 
 
 @click.command(name="compile")
@@ -43,6 +44,8 @@ def command(blueprint: str, out: str, check: bool, output: str) -> None:
         sys.exit(1)
     if diagnostics and output == "text":
         click.echo(format_text(diagnostics, lookup) + "\n", err=True)
+    if not LIBYAML:
+        click.echo(SLOW_WRITER_NOTE, err=True)
     if out == "-":
         click.echo(render_stream(plan), nl=False)
         left_out = stream_leaves_out(plan)
