@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from gpustack.simulate.demand import Pod
+from gpustack.simulate.index import ClassIndex
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.pods import PODS
 
@@ -47,6 +48,7 @@ class Cluster:
             NodeClass(i, self.nodes[members[0]], tuple(members), tuple(sorted(self.nodes[members[0]].allocatable)))
             for i, members in enumerate(by_profile.values())
         )
+        self.index = ClassIndex(self.classes)
         self.class_of = [0] * len(self.nodes)
         for node_class in self.classes:
             for member in node_class.members:
