@@ -83,8 +83,11 @@ def _workloads(simulation: Simulation) -> list[dict[str, Any]]:
 def _pools(simulation: Simulation) -> list[dict[str, Any]]:
     cluster = simulation.outcome.cluster
     out = []
+    by_pool: dict[str | None, list[int]] = {}
+    for i, n in enumerate(cluster.nodes):
+        by_pool.setdefault(n.pool, []).append(i)
     for pool in simulation.context.blueprint.pools:
-        members = [i for i, n in enumerate(cluster.nodes) if n.pool == pool.name]
+        members = by_pool.get(pool.name, [])
         totals: dict[str, list[int]] = {}
         for index in members:
             for resource, capacity in cluster.nodes[index].allocatable.items():

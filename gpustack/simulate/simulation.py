@@ -18,7 +18,7 @@ from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
-from gpustack.simulate.scheduler import Unplaced, schedule_pod
+from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
 FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
@@ -70,9 +70,10 @@ def simulate(
     placed: list[tuple[Pod, int]] = []
     gangs: list[tuple[GangSpec, str]] = []
     kube, volcano = KubeJudge(version), VolcanoJudge(version)
+    refusals: Refusals = {}
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
-            result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
+            result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
             if isinstance(result, Unplaced):
                 pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
             else:
