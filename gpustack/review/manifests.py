@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gpustack.plan import Plan
 from gpustack.review.changes import Status
-from gpustack.yamlout import dump_yaml
+from gpustack.yamlout import Writer
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,10 @@ def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Ite
     """The plan's outputs by key; an object in `split` (by default: written by several families) per family."""
     split = split_keys(plan) if split is None else split
     items: dict[str, Item] = {}
+    dump = Writer().dump  # one writer per plan: each distinct string's style is chosen once
     for manifest in plan.objects:
         key = f"{manifest.key}#{manifest.family}" if manifest.key in split else manifest.key
-        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump_yaml(manifest.obj))
+        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump(manifest.obj))
     for release in plan.releases:
         described = {
             "chart": release.chart,
@@ -69,9 +70,7 @@ def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Ite
             "values": release.values,
         }
         key = f"helm/{release.namespace}/{release.name}"
-        items[key] = Item(
-            key, "HelmRelease", release.name, release.namespace, release.values_file, dump_yaml(described)
-        )
+        items[key] = Item(key, "HelmRelease", release.name, release.namespace, release.values_file, dump(described))
     for artifact in plan.artifacts:
         key = f"file/{artifact.path}"
         items[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text)
