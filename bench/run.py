@@ -9,7 +9,8 @@ slows both. Read the ratios, not the seconds: seconds move with the machine, rat
              libyaml doing the same reading and writing: `yaml.CSafeLoader` parses BP and
              `yaml.CSafeDumper` dumps the same objects (goal <= 1.5x at 10x)
   validate   `gpustack validate BP`'s work, against `yaml.CSafeLoader` parsing BP (goal <= 1.5x at 10x)
-  simulate   `gpustack simulate BP`'s work after compile: place every pod, report (goal <= 3 s at 10x)
+  simulate   `gpustack simulate BP`'s work after compile: place every pod, the report (goal <= 3 s at 10x);
+             --profile simulate profiles the whole command (read, validate, compile too)
   diff       `gpustack diff BP BP'` (one pool grows by a node), against compile (goal <= 2x at 10x)
   capacity   `gpustack capacity BP`, against compile (goal <= 2x at 10x)
   growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear)
@@ -98,12 +99,18 @@ def parse_floor(path: str) -> None:
         yaml.load(stream.read(), Loader=yaml.CSafeLoader)
 
 
-def simulate(path: str) -> str:
-    result = _valid(path)
+def simulate(result: Validation, objects: list[Any]) -> str:
+    """`gpustack simulate`'s work after compile: place every pod, then the report."""
     assert result.blueprint is not None and result.document is not None
-    plan = compile_blueprint(result.blueprint)
-    simulation = run_simulation(result.blueprint, [m.obj for m in plan.objects])
-    return simulation_text(report_data(simulation, result.file, lambda _which, path: result.document.span(path)))
+    document = result.document
+    simulation = run_simulation(result.blueprint, objects)
+    return simulation_text(report_data(simulation, result.file, lambda _which, path: document.span(path)))
+
+
+def simulate_file(path: str) -> str:
+    result = _valid(path)
+    assert result.blueprint is not None
+    return simulate(result, [m.obj for m in compile_blueprint(result.blueprint).objects])
 
 
 def diff(old: str, new: str) -> str:
@@ -137,15 +144,17 @@ def medians(repeat: int, actions: dict[str, Callable[[], object]]) -> dict[str, 
 def measure_shape(shape: str, scale: int, folder: Path, repeat: int, with_reviews: bool) -> dict[str, float]:
     path = folder / f"{shape}-{scale}x.yaml"
     path.write_text(SHAPES[shape](scale), encoding="utf-8")
-    blueprint = _valid(str(path)).blueprint
-    assert blueprint is not None
-    objects = [m.obj for m in streamed(compile_blueprint(blueprint))]
+    validation = _valid(str(path))
+    assert validation.blueprint is not None
+    plan = compile_blueprint(validation.blueprint)
+    objects = [m.obj for m in streamed(plan)]
+    everything = [m.obj for m in plan.objects]
     actions: dict[str, Callable[[], object]] = {
         "parse floor": lambda: parse_floor(str(path)),
         "validate": lambda: validate_path(str(path)),
         "compile floor": lambda: compile_floor(str(path), objects),
         "compile": lambda: compile_stream(str(path)),
-        "simulate": lambda: simulate(str(path)),
+        "simulate": lambda: simulate(validation, everything),
     }
     if with_reviews:
         changed = folder / f"{shape}-{scale}x-grown.yaml"
@@ -189,7 +198,7 @@ def profile(stage: str, shape: str, scale: int, folder: Path) -> None:
     actions: dict[str, Callable[[], object]] = {
         "validate": lambda: validate_path(str(path)),
         "compile": lambda: compile_stream(str(path)),
-        "simulate": lambda: simulate(str(path)),
+        "simulate": lambda: simulate_file(str(path)),
         "diff": lambda: diff(str(path), str(changed)),
         "capacity": lambda: capacity(str(path)),
     }
