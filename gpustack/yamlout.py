@@ -81,9 +81,9 @@ class Writer:
     """Dumps documents, libyaml's C emitter where PyYAML has it, with one style decision per distinct string.
 
     The C emitter writes the same bytes as PyYAML's pure-Python one for the styles chosen here, as
-    long as every character is printable ASCII or a line break inside a literal block (tests compare
-    both paths on every example, generated fleets and random strings). A document holding any other
-    character is written by the pure-Python emitter, whose escaping rules are the reference.
+    long as every character is printable ASCII or a line break, and every key is a short single
+    line (tests compare both paths on every example, generated fleets and random strings). A
+    document holding anything else is written by the pure-Python emitter, which is the reference.
     """
 
     def __init__(self, libyaml: bool = True) -> None:
