@@ -10,7 +10,7 @@ import jinja2
 
 from gpustack.diagnostic import JsonPath, Span, format_json_path
 from gpustack.simulate import Simulation
-from gpustack.simulate.hints import Stock, explain, pool_stock
+from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
 from gpustack.simulate.quota import format_quantity
 from gpustack.templating import package_template
@@ -28,6 +28,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
     context = simulation.context
     placed, pending = len(outcome.placed), len(outcome.pending)
     stock = pool_stock(outcome.cluster)
+    in_pool: PoolRejections = {}
     return {
         "blueprint": context.blueprint.name,
         "file": file,
@@ -47,7 +48,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             {"job": spec.name, "namespace": spec.namespace, "minAvailable": spec.min_available, "message": message}
             for spec, message in outcome.gangs
         ],
-        "pending": [_pending(simulation, item, locate, stock) for item in outcome.pending],
+        "pending": [_pending(simulation, item, locate, stock, in_pool) for item in outcome.pending],
         "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
     }
 
@@ -133,9 +134,13 @@ def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
 
 
 def _pending(
-    simulation: Simulation, item: Any, locate: Locate, stock: dict[str | None, dict[str, Stock]]
+    simulation: Simulation,
+    item: Any,
+    locate: Locate,
+    stock: dict[str | None, dict[str, Stock]],
+    in_pool: PoolRejections,
 ) -> dict[str, Any]:
-    hint = explain(item, simulation.context, simulation.outcome.cluster, stock)
+    hint = explain(item, simulation.context, simulation.outcome.cluster, stock, in_pool)
     hint_data = None
     if hint is not None:
         span = locate(hint.document, hint.path)
