@@ -19,6 +19,7 @@ from gpustack.model import Blueprint
 from gpustack.outputs import render_stream, stream_leaves_out
 from gpustack.validation import Validation, document_locator, validate_path
 from gpustack.write import stale_files, write_directory
+from gpustack.yamlout import LIBYAML, SLOW_WRITER_NOTE
 
 NOTHING_WRITTEN = "nothing written"
 STREAM = "-"
@@ -76,6 +77,8 @@ def command(
         _stop_invalid(result, output)
     if output != "json":
         echo_diagnostics([result])
+    if not LIBYAML:
+        click.echo(SLOW_WRITER_NOTE, err=True)
     if out == STREAM:
         click.echo(render_stream(plan), nl=False)
         left_out = stream_leaves_out(plan)

@@ -28,7 +28,7 @@ enforced and what is not.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.context import Context
@@ -312,6 +312,10 @@ class PoolFacts:
     taints: tuple[tuple[str, str, str], ...]  # distinct (key, value, effect), in blueprint order
     texts: Mapping[tuple[str, str, str], str]
     label_keys: tuple[str, ...]
+    # Indexes for resolve_grants, so that each tenant costs its own pools rather than the fleet's.
+    taint_keys: tuple[str, ...] = ()  # distinct taint keys, in blueprint order
+    taints_by_key: Mapping[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
+    pool_order: Mapping[str, int] = field(default_factory=dict)  # pool name -> position in the blueprint
 
 
 def gather_pool_facts(ctx: Context) -> PoolFacts:
@@ -320,7 +324,18 @@ def gather_pool_facts(ctx: Context) -> PoolFacts:
         for taint in pool.taints:
             texts.setdefault(_identify_taint(taint), taint_text(taint))
     label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
-    return PoolFacts(tuple(texts), texts, tuple(label_keys))
+    by_key: dict[str, list[tuple[str, str, str]]] = {}
+    for taint in texts:
+        by_key.setdefault(taint[0], []).append(taint)
+    order = {pool.name: index for index, pool in reversed(list(enumerate(ctx.blueprint.pools)))}
+    return PoolFacts(
+        tuple(texts),
+        texts,
+        tuple(label_keys),
+        tuple(by_key),
+        {key: tuple(taints) for key, taints in by_key.items()},
+        order,
+    )
 
 
 def _describe_owners(pools: Sequence[str]) -> str:
@@ -361,7 +376,7 @@ def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
     if tenant is not None and tenant.scheduler is Scheduler.VOLCANO:
         names.append(VOLCANO_SCHEDULER)
     if tenant is not None and any(
-        pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools if pool.name in tenant.pools
+        ctx.pools[name].sharing.strategy is SharingStrategy.HAMI for name in tenant.pools if name in ctx.pools
     ):
         names.append(ctx.blueprint.hami.scheduler_name)
     return tuple(dict.fromkeys(names))  # a HAMi scheduler renamed to one of the others is listed once
@@ -370,14 +385,14 @@ def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
 def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None = None) -> Grants:
     """What `tenant` may reach; None: a tenant the blueprint does not know, which is granted nothing."""
     facts = facts or gather_pool_facts(ctx)
-    granted_names = set(tenant.pools) if tenant is not None else set()
-    granted = [pool for pool in ctx.blueprint.pools if pool.name in granted_names]
+    granted_names = {name for name in tenant.pools if name in facts.pool_order} if tenant is not None else set()
+    granted = [ctx.blueprint.pools[facts.pool_order[name]] for name in sorted(granted_names, key=facts.pool_order.get)]
     own = list(dict.fromkeys(_identify_taint(taint) for pool in granted for taint in pool.taints))
     own_set = set(own)
     # A taint one of its own pools carries stays tolerable, even if other pools carry it too (pools that share a
     # taint are told apart by labels). A toleration that covers several taints is allowed if all of them are its own.
-    own_keys = {key for key, _, _ in own}
-    foreign = [taint for taint in facts.taints if taint not in own_set and taint[0] in own_keys]
+    own_keys = dict.fromkeys(key for key, _, _ in own)
+    foreign = [taint for key in own_keys for taint in facts.taints_by_key.get(key, ()) if taint not in own_set]
     key_values = dict.fromkeys(f"{k}={v}" for k, v, _ in own)
     key_effects = dict.fromkeys(f"{k}:{e}" for k, _, e in own)
     keys = dict.fromkeys(k for k, _, _ in own)
@@ -388,7 +403,7 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
     labels = dict.fromkeys(f"{key}={value}" for pool in granted for key, value in collect_pool_labels(pool))
     return Grants(
         pools=tuple(pool.name for pool in granted),
-        taint_keys=tuple(dict.fromkeys(k for k, _, _ in facts.taints)),
+        taint_keys=facts.taint_keys,
         own_taints=tuple(f"{k}={v}:{e}" for k, v, e in own),
         own_taint_texts=tuple(facts.texts[taint] for taint in own),
         own_key_values=tuple(key_values),

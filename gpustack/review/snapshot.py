@@ -41,15 +41,15 @@ class Snapshot:
             return Plan(blueprint="", objects=(), releases=(), artifacts=())
         return compile_blueprint(self.blueprint, self.catalog)
 
-    @property
+    @cached_property  # cached: the review looks pools up once per pool and per change
     def pools(self) -> dict[str, NodePool]:
         return {} if self.blueprint is None else {p.name: p for p in self.blueprint.pools}
 
-    @property
+    @cached_property
     def tenants(self) -> dict[str, Tenant]:
         return {} if self.blueprint is None else {t.name: t for t in self.blueprint.tenants}
 
-    @property
+    @cached_property
     def workloads(self) -> dict[str, Workload]:
         return {} if self.blueprint is None else {w.name: w for w in self.blueprint.workloads}
 

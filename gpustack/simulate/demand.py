@@ -117,9 +117,10 @@ def build_demand(
     pods: list[Pod] = []
     gangs: dict[str, GangSpec] = {}
     skipped: list[tuple[Workload, str]] = []
+    candidates = _WorkloadObjects(objects)
     for workload in blueprint.workloads:
         namespace = namespaces[workload.name]
-        obj = _find(objects, workload, namespace)
+        obj = candidates.find(workload, namespace)
         if obj is None:
             skipped.append((workload, "compile produced no Deployment, StatefulSet or Job for it"))
             continue
@@ -165,20 +166,27 @@ def _pod(
     return Pod(name, namespace, shape, value, never, source, gang, order)
 
 
-def _find(objects: list[Mapping[str, Any]], workload: Workload, namespace: str) -> Mapping[str, Any] | None:
-    candidates = [o for o in objects if o.get("kind") in WORKLOAD_KINDS and o.get("metadata")]
-    for obj in candidates:
-        labels = obj["metadata"].get("labels") or {}
-        if labels.get(WORKLOAD_LABEL) == workload.name and obj["metadata"].get("namespace") == namespace:
-            return obj
-    return next(
-        (
-            o
-            for o in candidates
-            if o["metadata"].get("name") == workload.name and o["metadata"].get("namespace") == namespace
-        ),
-        None,
-    )
+class _WorkloadObjects:
+    """The compiled workload objects, indexed once: by the workload label, then by name, per namespace."""
+
+    def __init__(self, objects: list[Mapping[str, Any]]) -> None:
+        self.by_label: dict[tuple[str, Any], Mapping[str, Any]] = {}
+        self.by_name: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+        for obj in objects:
+            if obj.get("kind") not in WORKLOAD_KINDS or not obj.get("metadata"):
+                continue
+            metadata = obj["metadata"]
+            namespace = metadata.get("namespace")
+            label = (metadata.get("labels") or {}).get(WORKLOAD_LABEL)
+            if isinstance(label, str):  # the first object wins, as a scan in order would find it
+                self.by_label.setdefault((label, namespace), obj)
+            name = metadata.get("name")
+            if isinstance(name, str):
+                self.by_name.setdefault((name, namespace), obj)
+
+    def find(self, workload: Workload, namespace: str) -> Mapping[str, Any] | None:
+        found = self.by_label.get((workload.name, namespace))
+        return found if found is not None else self.by_name.get((workload.name, namespace))
 
 
 def _scaled(count: int, override: WorkloadOverride | None, scale: Decimal | None) -> int:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from gpustack.simulate.cluster import NodeClass, Usage
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.messages import AFFINITY_MISMATCH, TOO_MANY_PODS, UNSCHEDULABLE_NODE, KubeVersion, insufficient
-from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, PodShape, Taint
+from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, UNSCHEDULABLE_TAINT, PodShape, Taint
 
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
 VOLCANO_POD_NUMBER = "node(s) pod number exceeded"
 # kube-scheduler scores pods without cpu/memory requests as if they asked for this much (NonZeroRequested).
 DEFAULT_SCORE_REQUEST = {CPU: 100, MEMORY: 200 * 1024 * 1024}
@@ -47,6 +46,13 @@ def static_verdict(shape: PodShape, node: Node, version: KubeVersion) -> Verdict
     if not shape.matches_node(node.labels, node.name):
         return Verdict("NodeAffinity", (AFFINITY_MISMATCH,), True)
     return None
+
+
+def statically_fits(shape: PodShape, node: Node) -> bool:
+    """static_verdict(...) is None, without wording a reason: Volcano's predicates check the same three."""
+    if node.unschedulable and not shape.tolerates(UNSCHEDULABLE_TAINT):
+        return False
+    return untolerated_taint(shape, node) is None and shape.matches_node(node.labels, node.name)
 
 
 def _short(shape: PodShape, node_class: NodeClass, usage: Usage) -> tuple[list[str], bool]:

@@ -57,10 +57,22 @@ def pool_stock(cluster: Cluster) -> dict[str | None, dict[str, Stock]]:
     return {pool: {r: Stock(*v) for r, v in resources.items()} for pool, resources in sums.items()}
 
 
+# id(a pending pod's rejections), pool -> (those rejections, the ones in that pool)
+PoolRejections = dict[tuple[int, str | None], tuple[tuple[Rejection, ...], list[Rejection]]]
+
+
 def explain(
-    pending: Pending, context: Context, cluster: Cluster, stock: dict[str | None, dict[str, Stock]] | None = None
+    pending: Pending,
+    context: Context,
+    cluster: Cluster,
+    stock: dict[str | None, dict[str, Stock]] | None = None,
+    in_pool: PoolRejections | None = None,
 ) -> Hint | None:
-    """gpustack's hint for a pending pod; `stock` (from pool_stock) saves recounting the nodes for each pod."""
+    """gpustack's hint for a pending pod; `stock` (from pool_stock) saves recounting the nodes for each pod.
+
+    `in_pool` (one per report) saves sorting out the same refusals again: the replicas of a workload
+    that does not fit share one tuple of rejections.
+    """
     pod = pending.pod
     stock = stock if stock is not None else pool_stock(cluster)
     if pending.quota is not None:
@@ -70,7 +82,14 @@ def explain(
     if not pending.rejections:
         return None
     pool = context.pools.get(pod.source.workload.pool) if pod.source.workload is not None else None
-    mine = [r for r in pending.rejections if pool is None or cluster.classes[r.node_class].node.pool == pool.name]
+    key = (id(pending.rejections), pool.name if pool is not None else None)
+    known = in_pool.get(key) if in_pool is not None else None
+    if known is not None and known[0] is pending.rejections:
+        mine = known[1]
+    else:
+        mine = [r for r in pending.rejections if pool is None or cluster.classes[r.node_class].node.pool == pool.name]
+        if in_pool is not None:
+            in_pool[key] = (pending.rejections, mine)
     if not mine:
         return _where(pod, None, f"no node of pool '{pool.name if pool else '?'}' is in the cluster", ())
     plugin, verdict = _dominant(mine)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from gpustack.diagnostic import JsonPath
 from gpustack.quantity import parse_quantity
@@ -39,6 +39,10 @@ class Taint:
     key: str
     value: str | None
     effect: str
+
+
+# The taint a cordoned node acts as if it had (NodeUnschedulable tolerates pods that tolerate it).
+UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
 
 
 @dataclass(frozen=True)

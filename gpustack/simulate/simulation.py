@@ -20,7 +20,7 @@ from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
 from gpustack.simulate.preemption import PREEMPTED, carry_out, find_preemption, preempted_message
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
-from gpustack.simulate.scheduler import Unplaced, schedule_pod
+from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
 FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
@@ -100,9 +100,10 @@ def simulate(
             if bound.failed:
                 ledger.release(pod)
     admitted = [p for p in admitted if p.shape.node_name is None]
+    refusals: Refusals = {}
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
-            result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
+            result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
             if not isinstance(result, Unplaced):
                 placed.append((unit, result))
                 continue
