@@ -65,6 +65,7 @@ CODES: dict[str, str] = {
     "GS605": "a workload template file cannot be read, or its path leads out of the blueprint's folder",
     "GS606": "a workload template does not render to a valid object",
     "GS607": "a VolcanoJob on a HAMi pool",
+    "GS608": "a torchrun command that contradicts the job's shape (nodes, GPUs per node, rank)",
     # isolation (gpustack.checks.isolation)
     "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
     "GS702": "a NoExecute taint",

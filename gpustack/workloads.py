@@ -35,6 +35,7 @@ from gpustack.needs import Requests
 from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.quantity import GIB, parse_quantity
+from gpustack.rendezvous import MASTER_PORT, derived_command, training_shape
 from gpustack.schedulers import queue_name
 from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
 
@@ -50,7 +51,9 @@ FALLBACK_MEMORY = "8Gi"
 NODE_SHARE = Decimal("0.9")
 JOB_BACKOFF_LIMIT = 3
 VOLCANO_MAX_RETRY = 3
-VOLCANO_TASK = "worker"
+# Volcano's pytorch plugin finds rank 0 in the task it names master and numbers the worker task's pods 1..n.
+VOLCANO_MASTER_TASK = "master"
+VOLCANO_WORKER_TASK = "worker"
 SHM_VOLUME = "dshm"
 
 
@@ -261,8 +264,9 @@ def probes(workload: Workload) -> dict[str, Any]:
 def container(ctx: Context, workload: Workload, pool: NodePool, requests: Requests) -> dict[str, Any]:
     cpu, memory = cpu_and_memory(workload, pool, requests, ctx)
     spec: dict[str, Any] = {"name": workload.name, "image": workload.image}
-    if workload.command:
-        spec["command"] = list(workload.command)
+    command = launch_command(workload)
+    if command:
+        spec["command"] = list(command)
     if workload.args:
         spec["args"] = list(workload.args)
     if workload.serve is not None:
@@ -274,6 +278,14 @@ def container(ctx: Context, workload: Workload, pool: NodePool, requests: Reques
         spec["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     spec["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     return spec
+
+
+def launch_command(workload: Workload) -> tuple[str, ...]:
+    """The command as written, with a multi-node torchrun launch given the job's shape and rendezvous endpoint."""
+    shape = training_shape(workload)
+    if shape is None:
+        return workload.command
+    return derived_command(workload.command, workload.args, shape)
 
 
 def pod_template(
@@ -388,11 +400,26 @@ def volcano_job(workload: Workload, namespace: str, pod: dict[str, Any], tenant:
     }
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
-    # svc: a headless Service and hostfile so workers find each other; env: VK_TASK_INDEX for each worker's rank.
-    spec["plugins"] = {"env": [], "svc": []}
+    # pytorch: MASTER_ADDR (the master task's first pod, through svc's headless Service), MASTER_PORT, WORLD_SIZE
+    # (pods) and RANK in every container, and the port opened; svc: that Service, each pod's hostname and subdomain;
+    # env: VK_TASK_INDEX. The plugin would turn svc on by itself: written out so the object says what runs.
+    spec["plugins"] = {
+        "env": [],
+        "pytorch": [f"--master={VOLCANO_MASTER_TASK}", f"--worker={VOLCANO_WORKER_TASK}", f"--port={MASTER_PORT}"],
+        "svc": [],
+    }
     # An evicted worker breaks the collective: restart the whole gang instead of leaving it hanging.
     spec["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
-    spec["tasks"] = [{"name": VOLCANO_TASK, "replicas": workers, "template": pod}]
+    # Rank 0 finishing means the run is over (every rank leaves the collective together).
+    master: dict[str, Any] = {
+        "name": VOLCANO_MASTER_TASK,
+        "replicas": 1,
+        "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+        "template": pod,
+    }
+    spec["tasks"] = [master]
+    if workers > 1:
+        spec["tasks"].append({"name": VOLCANO_WORKER_TASK, "replicas": workers - 1, "template": pod})
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",

@@ -1,4 +1,5 @@
-"""Workload templates ask for what their pool can actually give (GS601-GS604, GS607)."""
+"""Workload templates ask for what their pool can actually give, and launch what their shape says (GS601-GS604,
+GS607, GS608)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
 from gpustack.needs import Unfit, resolve_need
+from gpustack.rendezvous import disagreements, training_shape
 
 
 def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -93,10 +95,25 @@ def check_volcano_job_on_hami_pool(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
+    """A torchrun command that repeats the job's shape must repeat it right: gpustack adds what it leaves out."""
+    for workload in ctx.blueprint.workloads:
+        shape = training_shape(workload)
+        if shape is None:
+            continue
+        for problem in disagreements((*workload.command, *workload.args), shape):
+            if problem.index < len(workload.command):
+                path = (*workload.path, "command", problem.index)
+            else:
+                path = (*workload.path, "args", problem.index - len(workload.command))
+            yield ctx.error("GS608", path, f"workload '{workload.name}': {problem.message}", problem.hint)
+
+
 RULES = (
     check_gpu_need_fits_pool,
     check_cuda_visible_devices,
     check_shared_request_size,
     check_volcano_scheduler,
     check_volcano_job_on_hami_pool,
+    check_launch_matches_shape,
 )

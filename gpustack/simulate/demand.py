@@ -222,7 +222,7 @@ def _volcano_pods(
     # All-or-none stays all-or-none when scaled; a partial gang scales with the job.
     minimum = wanted if declared >= total else min(wanted, math.ceil(declared * factor))
     key = f"{namespace}/{name}"
-    sizes = [math.ceil(int(t.get("replicas", 1)) * factor) for t in tasks]
+    sizes = _shares([int(t.get("replicas", 1)) for t in tasks], wanted)
     gangs[key] = GangSpec(key, name, namespace, minimum, sum(sizes))
     for task, size in zip(tasks, sizes, strict=True):
         pod_spec = dict(_apply(task["template"]["spec"], override))
@@ -232,6 +232,20 @@ def _volcano_pods(
             pod_spec["priorityClassName"] = spec["priorityClassName"]
         for index in range(size):
             yield f"{name}-{task.get('name', 'task')}-{index}", pod_spec, key
+
+
+def _shares(replicas: list[int], wanted: int) -> list[int]:
+    """`wanted` pods split over tasks in proportion to their replicas (largest remainder, ties to the later task):
+    scaling a master + workers job keeps one master and gives the rest to the workers."""
+    total = sum(replicas)
+    if total == 0:
+        return [0 for _ in replicas]
+    exact = [Decimal(r) * wanted / total for r in replicas]
+    sizes = [int(x) for x in exact]
+    order = sorted(range(len(replicas)), key=lambda i: (exact[i] - sizes[i], i), reverse=True)
+    for i in order[: wanted - sum(sizes)]:
+        sizes[i] += 1
+    return sizes
 
 
 def _apply(pod_spec: Mapping[str, Any], override: WorkloadOverride | None) -> Mapping[str, Any]:
