@@ -3,8 +3,9 @@
 A multi-node job has one shape, written once in the blueprint: how many pods (nodes) and how many GPUs each. torchrun
 needs that shape on its command line (`--nnodes`, `--nproc_per_node`) plus where rank 0 listens and which node this
 is. The controller provides the latter as environment variables in each pod (Volcano's `pytorch` plugin: MASTER_ADDR,
-MASTER_PORT, WORLD_SIZE = pods, RANK = 0 for the master, 1.. for the workers), and Kubernetes expands `$(VAR)` in a
-container's command from its environment, so the derived arguments name the variables instead of values a pod cannot
+MASTER_PORT, WORLD_SIZE = pods, RANK = 0 for the master, 1.. for the workers; in a JobSet's pods gpustack sets the
+same four itself, RANK from the Indexed Job's completion index), and Kubernetes expands `$(VAR)` in a container's
+command from its environment, so the derived arguments name the variables instead of values a pod cannot
 know in advance.
 
 `launch` parses a command as torchrun does (flags up to the training script); `derived_command` inserts the flags a
@@ -34,7 +35,7 @@ class Shape:
 
 def training_shape(workload: Workload) -> Shape | None:
     """The shape of a multi-node training workload, whose pods rendezvous; None for every other kind."""
-    if workload.kind is WorkloadKind.VOLCANO_JOB:
+    if workload.kind in (WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         return Shape(workload.pods, workload.gpu.count)
     return None
 
