@@ -3,6 +3,7 @@ kind, the environment each pod needs, and objects the upstream CRDs accept."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -10,10 +11,14 @@ import manifest_schemas
 import pytest
 from conftest import BLUEPRINTS
 
+from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
+from gpustack.context import Context
+from gpustack.model import Blueprint
 from gpustack.names import KUEUE_QUEUE_LABEL
 from gpustack.plan import Plan
 from gpustack.validation import validate_path, validate_text
+from gpustack.workloads import compile_workloads
 
 EXAMPLE = BLUEPRINTS / "multi-node.yaml"
 
@@ -176,3 +181,38 @@ def test_a_single_pod_job_set_and_group_compile() -> None:
     assert result.blueprint is not None and result.diagnostics == ()
     [obj] = [m.obj for m in compile_blueprint(result.blueprint).objects if m.obj["kind"] == "LeaderWorkerSet"]
     assert obj["spec"]["leaderWorkerTemplate"]["size"] == 1
+
+
+def with_template(name: str, text: str) -> Blueprint:
+    result = validate_path(EXAMPLE)
+    assert result.blueprint is not None
+    bp = result.blueprint
+    workloads = tuple(dataclasses.replace(w, template="t.yaml.j2") if w.name == name else w for w in bp.workloads)
+    return dataclasses.replace(bp, workloads=workloads, templates=(("t.yaml.j2", text),))
+
+
+@pytest.mark.parametrize(
+    ("name", "pod", "fields"),
+    [
+        ("pretrain", "manifest.spec.replicatedJobs[0].template.spec.template.spec", ["spec.replicatedJobs[0]"]),
+        ("llm", "manifest.spec.leaderWorkerTemplate.workerTemplate.spec", ["spec.leaderWorkerTemplate.workerTemplate"]),
+        ("llm", "manifest.spec.leaderWorkerTemplate.leaderTemplate.spec", ["spec.leaderWorkerTemplate.leaderTemplate"]),
+    ],
+)
+def test_a_template_cannot_open_other_pools_from_any_pod_template(name: str, pod: str, fields: list[str]) -> None:
+    text = (
+        f"{{%- set pod = {pod} -%}}\n{{%- set _ = pod.tolerations.append({{'operator': 'Exists'}}) -%}}\n"
+        "{{ manifest | toyaml }}\n"
+    )
+    output = compile_workloads(Context(with_template(name, text), load_catalog()))
+    messages = [d.message for d in output.diagnostics]
+    assert len(messages) == len(fields) and all(
+        field in message and "has no key" in message for field, message in zip(fields, messages, strict=True)
+    ), messages
+    # the template unchanged renders gpustack's own object
+    same = compile_workloads(Context(with_template(name, "{{ manifest | toyaml }}\n"), load_catalog()))
+
+    def mine(manifests: Any) -> list[dict[str, Any]]:
+        return sorted((m.obj for m in manifests if m.obj["metadata"]["name"] == name), key=lambda o: o["kind"])
+
+    assert same.diagnostics == [] and mine(same.objects) == mine(plan().objects)
