@@ -87,8 +87,12 @@ def test_each_changed_object_is_a_collapsed_diff(name: str) -> None:
     opened = [t for t in tokens if t.type == "html_block" and t.content.startswith("<details>")]
     closed = [t for t in tokens if t.type == "html_block" and t.content.strip() == "</details>"]
     diffs = [t for t in tokens if t.type == "fence" and t.info == "diff"]
-    assert len(opened) == len(closed) == len(diffs) == len(data["objects"])
-    for token, obj in zip(diffs, data["objects"], strict=True):
+    assert len(opened) == len(closed) == len(data["objects"])
+    # Past the comment's size budget a diff is left out, with a sentence saying so, never cut silently.
+    shown = [obj for obj in report._trim_diffs(data["objects"]) if not obj["omitted"]]
+    assert len(diffs) == len(shown)
+    assert text.count("Diff left out to keep this comment") == len(data["objects"]) - len(shown)
+    for token, obj in zip(diffs, shown, strict=True):
         assert token.content == obj["diff"]
     for token, obj in zip(opened, data["objects"], strict=True):
         assert obj["name"] in token.content and token.content.startswith(f"<details><summary>{obj['status']} ")
