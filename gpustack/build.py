@@ -279,7 +279,7 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         kind=kind,
         namespace=data.get("namespace"),
         replicas=get(data, d.WORKLOAD, "replicas"),
-        workers=data.get("workers") if kind is WorkloadKind.VOLCANO_JOB else None,
+        workers=data.get("workers") if kind in (WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET) else None,
         image=data["image"],
         command=tuple(data.get("command", ())),
         args=tuple(data.get("args", ())),
@@ -302,4 +302,5 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         else Nccl(nccl.get("socketIfname"), nccl.get("ibDisable"), nccl.get("debug"), nccl.get("p2pLevel")),
         template=data.get("template"),
         path=path,
+        size=data.get("size") if kind is WorkloadKind.LEADER_WORKER_SET else None,
     )

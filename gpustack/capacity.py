@@ -14,7 +14,7 @@ from typing import Any
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
-from gpustack.offers import Isolation, Offer, full_resource_name
+from gpustack.offers import Isolation, Offer, full_resource_name, offer_for
 from gpustack.quantity import format_gib
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
@@ -111,7 +111,7 @@ def measure_capacity(context: Context) -> Capacity:
         TenantCapacity(tenant.name, str(tenant.scheduler), tenant.pools, tuple(_grants(context, tenant.name, by_pool)))
         for tenant in context.blueprint.tenants
     )
-    return Capacity(context.blueprint.name, pools, tenants, tuple(_warnings(context)))
+    return Capacity(context.blueprint.name, pools, tenants, tuple([*_warnings(context), *_gang_warnings(context)]))
 
 
 def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | None:
@@ -233,6 +233,51 @@ def _oversubscription_warnings(context: Context, pool: NodePool) -> list[tuple[s
         for fact in context.oversubscriptions
         if fact.pool.name == pool.name
     ]
+
+
+def _gang_warnings(context: Context) -> list[tuple[str, str]]:
+    """Gangs (a VolcanoJob's or JobSet's pods, one LeaderWorkerSet group) start all their pods or none: one the pool
+    or the tenant's quota cannot hold whole never starts, however idle the GPUs are."""
+    out = []
+    for workload in context.blueprint.workloads:
+        requests = context.requests.get(workload.name)
+        pool = context.pools.get(workload.pool)
+        if workload.gang is None or requests is None or pool is None:
+            continue
+        resource = requests.gpu_resource
+        amount = dict(requests.items)[resource]
+        offer = offer_for(context.offers.get(pool.name, ()), resource)
+        if offer is None or amount <= 0:
+            continue
+        # A pod cannot span nodes: each node holds whole pods only.
+        room = offer.per_node // amount * len(pool.nodes)
+        if workload.gang > room:
+            out.append(
+                (
+                    pool.name,
+                    f"workload '{workload.name}' starts {workload.gang} pods together (all or none), each asking "
+                    f"{amount} {resource}; pool '{pool.name}' holds at most {room} such pods at once, so it never "
+                    "starts",
+                )
+            )
+        tenant = context.tenants.get(workload.tenant)
+        limit = (
+            {full_resource_name(k): v for k, v in tenant.quota_for(pool.name).items()}.get(resource)
+            if tenant is not None
+            else None
+        )
+        if tenant is not None and limit is not None:
+            ceiling = context.quota_ceiling(tenant, pool.name, resource, limit)
+            if workload.gang * amount > ceiling:
+                out.append(
+                    (
+                        pool.name,
+                        f"workload '{workload.name}' starts {workload.gang} pods together (all or none), "
+                        f"{workload.gang * amount} {resource} in all; tenant '{tenant.name}' may hold at most "
+                        f"{ceiling}, so it is never admitted whole",
+                    )
+                )
+    return out
 
 
 # --- report ------------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ CODES: dict[str, str] = {
     "GS606": "a workload template does not render to a valid object",
     "GS607": "a VolcanoJob on a HAMi pool",
     "GS608": "a workload's memory below the GPU memory its pods hold",
+    "GS609": "a torchrun command that contradicts the job's shape (nodes, GPUs per node, rank)",
     # isolation (gpustack.checks.isolation)
     "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
     "GS702": "a NoExecute taint",
@@ -401,5 +402,11 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "
         "none: the scheduler may place any pod there that asks for the resource its GPUs advertise.",
         "Taint the pool with effect `NoSchedule` (gpustack then gives the tenant's workloads the toleration).",
+    ),
+    "GS609": (
+        "A training job's torchrun command states the job's shape itself and gets it wrong: `--nnodes` is not the "
+        "number of pods, `--nproc_per_node` is not the GPUs per pod, a fixed `--node_rank` on a multi-node job, or "
+        "`--standalone` with more than one node; torchrun would wait for peers that never come.",
+        "Remove the flag and let gpustack derive it from the job's shape, or make it match `workers` and `gpu.count`.",
     ),
 }

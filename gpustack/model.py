@@ -77,6 +77,8 @@ class WorkloadKind(StrEnum):
     STATEFUL_SET = "StatefulSet"
     JOB = "Job"
     VOLCANO_JOB = "VolcanoJob"
+    JOB_SET = "JobSet"
+    LEADER_WORKER_SET = "LeaderWorkerSet"
 
 
 class Scheduler(StrEnum):
@@ -405,11 +407,21 @@ class Workload:
     nccl: Nccl | None
     template: str | None
     path: JsonPath
+    size: int | None = None  # LeaderWorkerSet: pods per group, the leader included
 
     @property
     def pods(self) -> int:
         """How many pods the template stands for."""
+        if self.size is not None:
+            return self.replicas * self.size
         return self.workers if self.workers is not None else self.replicas
+
+    @property
+    def gang(self) -> int | None:
+        """How many pods start together or not at all (a VolcanoJob or JobSet, one LeaderWorkerSet group)."""
+        if self.size is not None:
+            return self.size
+        return self.workers
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,10 @@ def _pod_spec(manifest: Object) -> dict[str, Any]:
     spec = manifest.get("spec", {})
     if "tasks" in spec:  # Volcano Job
         return dict(spec["tasks"][0]["template"]["spec"])
+    if "replicatedJobs" in spec:  # JobSet
+        return dict(spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"])
+    if "leaderWorkerTemplate" in spec:  # LeaderWorkerSet
+        return dict(spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"])
     return dict(spec.get("template", {}).get("spec", {}))
 
 
@@ -259,10 +263,36 @@ def rendered_pod_specs(obj: Object) -> list[tuple[str, Any]]:
             if isinstance(template, dict) and "spec" in template:
                 found.append((f"spec.tasks[{index}].template.spec", template["spec"]))
         return found
+    if kind == "JobSet" and str(obj.get("apiVersion", "")).startswith("jobset.x-k8s.io/"):
+        jobs = spec.get("replicatedJobs") if isinstance(spec.get("replicatedJobs"), list) else []
+        found = []
+        for index, job in enumerate(jobs):
+            job_spec = _at(job, "template", "spec")
+            if isinstance(_at(job_spec, "template"), dict) and "spec" in job_spec["template"]:
+                found.append(
+                    (f"spec.replicatedJobs[{index}].template.spec.template.spec", job_spec["template"]["spec"])
+                )
+        return found
+    if kind == "LeaderWorkerSet" and str(obj.get("apiVersion", "")).startswith("leaderworkerset.x-k8s.io/"):
+        group = _at(spec, "leaderWorkerTemplate")
+        return [
+            (f"spec.leaderWorkerTemplate.{role}.spec", group[role]["spec"])
+            for role in ("leaderTemplate", "workerTemplate")
+            if isinstance(_at(group, role), dict) and "spec" in group[role]
+        ]
     template = spec.get("template")
     if kind in POD_TEMPLATE_KINDS and isinstance(template, dict) and "spec" in template:
         return [("spec.template.spec", template["spec"])]
     return []
+
+
+def _at(value: Any, *keys: str) -> Any:
+    """value[k1][k2]..., or None where a level is missing or not a mapping (a template can render anything)."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
 def _quantity_equal(left: Any, right: Any) -> bool:
@@ -437,6 +467,8 @@ ALLOWED_KINDS: tuple[tuple[str, str], ...] = (
     ("batch/v1", "Job"),
     ("batch/v1", "CronJob"),
     ("batch.volcano.sh/v1alpha1", "Job"),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
     ("v1", "Pod"),
     ("v1", "Service"),
     ("v1", "ConfigMap"),

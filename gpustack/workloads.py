@@ -1,4 +1,5 @@
-"""Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs and Volcano Jobs with correct GPU scheduling.
+"""Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs, Volcano Jobs, JobSets and LeaderWorkerSets
+with correct GPU scheduling.
 
 Everything that makes a GPU pod land is derived, never typed twice: tolerations come from exactly its pool's
 taints, the required node affinity is gpustack's own pool label or a selector pool's selector (GFD's product
@@ -32,6 +33,7 @@ from gpustack.names import (
 )
 from gpustack.needs import Requests
 from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.rendezvous import MASTER_PORT, derived_command, training_shape
 from gpustack.schedulers import queue_name
 from gpustack.selection import node_selector_term
 from gpustack.sizing import size_pod
@@ -46,8 +48,19 @@ PROBE_PERIOD_SECONDS = 10
 SIZED_FROM_ANNOTATION = "gpustack.io/resources-from"
 JOB_BACKOFF_LIMIT = 3
 VOLCANO_MAX_RETRY = 3
-VOLCANO_TASK = "worker"
+# Volcano's pytorch plugin finds rank 0 in the task it names master and numbers the worker task's pods 1..n.
+VOLCANO_MASTER_TASK = "master"
+VOLCANO_WORKER_TASK = "worker"
 SHM_VOLUME = "dshm"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+JOBSET_REPLICATED_JOB = "workers"
+JOBSET_MAX_RESTARTS = 3
+# Kubernetes sets it on every pod of an Indexed Job: the pod's index, which is its node rank.
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+TORCHRUN_PORT = 29500  # torchrun's own default master port
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+# LeaderWorkerSet labels each pod with its index in the group; the leader is 0.
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 def compile_workloads(ctx: Context) -> FamilyOutput:
@@ -138,14 +151,21 @@ def workload_objects(
         ]
     if workload.kind is WorkloadKind.JOB:
         return [queue_label(batch_job(workload, namespace, pod), queued=queued)]
+    if workload.kind is WorkloadKind.JOB_SET:
+        return [queue_label(job_set(workload, namespace, pod), queued=queued)]
+    if workload.kind is WorkloadKind.LEADER_WORKER_SET:
+        # The workers run the leader's pod without its port and probes: only the leader serves (vLLM, SGLang).
+        worker = pod_template(ctx, workload, pool, tenant, requests, leader=False)
+        services = [service(workload, namespace, leaders_only=True)] if workload.serve is not None else []
+        return [*services, queue_label(leader_worker_set(workload, namespace, pod, worker), queued=queued)]
     return [volcano_job(workload, namespace, pod, tenant)]
 
 
 def queue_label(obj: Object, *, queued: bool) -> Object:
     """A Kueue tenant's workload names its LocalQueue: Kueue suspends it until the tenant's ClusterQueue admits it.
 
-    On the workload object only: Kueue's Job, Deployment and StatefulSet integrations read it there and manage the
-    pods themselves.
+    On the workload object only: Kueue's Job, Deployment, StatefulSet, JobSet and LeaderWorkerSet integrations read
+    it there and manage the pods themselves (a JobSet is admitted as one Workload, a LeaderWorkerSet group as one).
     """
     if queued:
         obj["metadata"]["labels"][KUEUE_QUEUE_LABEL] = KUEUE_LOCAL_QUEUE
@@ -218,8 +238,11 @@ def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, 
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
+MULTI_NODE_KINDS = (WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET, WorkloadKind.LEADER_WORKER_SET)
+
+
 def uses_nccl(workload: Workload) -> bool:
-    return workload.kind is WorkloadKind.VOLCANO_JOB or workload.nccl is not None
+    return workload.kind in MULTI_NODE_KINDS or workload.nccl is not None
 
 
 def needs_shm(workload: Workload) -> bool:
@@ -227,8 +250,24 @@ def needs_shm(workload: Workload) -> bool:
     return uses_nccl(workload) or workload.gpu.count > 1
 
 
-def environment(workload: Workload) -> list[dict[str, str]]:
-    env: dict[str, str] = {"NVIDIA_DRIVER_CAPABILITIES": DRIVER_CAPABILITIES}
+def rendezvous_environment(workload: Workload) -> dict[str, str | dict[str, Any]]:
+    """What torchrun needs in a JobSet pod, as Volcano's pytorch plugin provides it in a VolcanoJob's: rank 0's
+    address (its pod's hostname under the JobSet's headless Service), the port, the number of pods and this pod's
+    rank (its completion index)."""
+    if workload.kind is not WorkloadKind.JOB_SET:
+        return {}
+    host = f"{workload.name}-{JOBSET_REPLICATED_JOB}-0-0.{service_name(workload)}"
+    return {
+        "MASTER_ADDR": host,
+        "MASTER_PORT": str(TORCHRUN_PORT),
+        "WORLD_SIZE": str(workload.pods),
+        "RANK": {"fieldRef": {"fieldPath": COMPLETION_INDEX}},
+    }
+
+
+def environment(workload: Workload) -> list[dict[str, Any]]:
+    env: dict[str, str | dict[str, Any]] = {"NVIDIA_DRIVER_CAPABILITIES": DRIVER_CAPABILITIES}
+    env.update(rendezvous_environment(workload))
     if uses_nccl(workload):
         nccl = workload.nccl
         env["NCCL_DEBUG"] = (nccl.debug if nccl is not None else None) or "WARN"
@@ -242,7 +281,10 @@ def environment(workload: Workload) -> list[dict[str, str]]:
         # The user's value wins; CUDA_VISIBLE_DEVICES never goes out (GS602: it fights the device plugin).
         if key != "CUDA_VISIBLE_DEVICES":
             env[key] = str(value)
-    return [{"name": key, "value": value} for key, value in env.items()]
+    return [
+        {"name": key, "valueFrom": value} if isinstance(value, dict) else {"name": key, "value": value}
+        for key, value in env.items()
+    ]
 
 
 def probes(workload: Workload) -> dict[str, Any]:
@@ -267,26 +309,38 @@ def probes(workload: Workload) -> dict[str, Any]:
     }
 
 
-def container(ctx: Context, workload: Workload, pool: NodePool, requests: Requests) -> dict[str, Any]:
+def container(
+    ctx: Context, workload: Workload, pool: NodePool, requests: Requests, *, leader: bool = True
+) -> dict[str, Any]:
     cpu, memory, _ = size_pod(ctx, workload, pool, requests)
     spec: dict[str, Any] = {"name": workload.name, "image": workload.image}
-    if workload.command:
-        spec["command"] = list(workload.command)
+    command = launch_command(workload)
+    if command:
+        spec["command"] = list(command)
     if workload.args:
         spec["args"] = list(workload.args)
-    if workload.serve is not None:
+    if workload.serve is not None and leader:
         spec["ports"] = [{"name": PORT_NAME, "containerPort": workload.serve.port, "protocol": "TCP"}]
     spec["env"] = environment(workload)
     spec["resources"] = container_resources(cpu, memory, requests)
-    spec.update(probes(workload))
+    if leader:
+        spec.update(probes(workload))
     if needs_shm(workload):
         spec["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     spec["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     return spec
 
 
+def launch_command(workload: Workload) -> tuple[str, ...]:
+    """The command as written, with a multi-node torchrun launch given the job's shape and rendezvous endpoint."""
+    shape = training_shape(workload)
+    if shape is None:
+        return workload.command
+    return derived_command(workload.command, workload.args, shape)
+
+
 def pod_template(
-    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
+    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests, *, leader: bool = True
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {"labels": workload_labels(workload)}
@@ -307,8 +361,8 @@ def pod_template(
     spec["affinity"] = affinity(workload, pool)
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
-    spec["containers"] = [container(ctx, workload, pool, requests)]
-    if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB):
+    spec["containers"] = [container(ctx, workload, pool, requests, leader=leader)]
+    if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):
         spec["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
@@ -325,13 +379,15 @@ def service_name(workload: Workload) -> str:
     return f"svc-{workload.name}"[:63].rstrip("-")
 
 
-def service(workload: Workload, namespace: str, *, headless: bool = False) -> Object:
+def service(workload: Workload, namespace: str, *, headless: bool = False, leaders_only: bool = False) -> Object:
     spec: dict[str, Any] = {"type": "ClusterIP"}
     if headless:
         spec["clusterIP"] = "None"
         # Peers must find each other while they are still loading, before they report ready.
         spec["publishNotReadyAddresses"] = True
     spec["selector"] = selector_labels(workload)
+    if leaders_only:
+        spec["selector"][LWS_WORKER_INDEX_LABEL] = "0"  # requests go to each group's leader, which serves it
     if workload.serve is not None:
         spec["ports"] = [{"name": PORT_NAME, "port": workload.serve.port, "targetPort": PORT_NAME, "protocol": "TCP"}]
     metadata = _metadata(workload, namespace, service_name(workload))
@@ -400,14 +456,86 @@ def volcano_job(workload: Workload, namespace: str, pod: dict[str, Any], tenant:
     }
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
-    # svc: a headless Service and hostfile so workers find each other; env: VK_TASK_INDEX for each worker's rank.
-    spec["plugins"] = {"env": [], "svc": []}
+    # pytorch: MASTER_ADDR (the master task's first pod, through svc's headless Service), MASTER_PORT, WORLD_SIZE
+    # (pods) and RANK in every container, and the port opened; svc: that Service, each pod's hostname and subdomain;
+    # env: VK_TASK_INDEX. The plugin would turn svc on by itself: written out so the object says what runs.
+    spec["plugins"] = {
+        "env": [],
+        "pytorch": [f"--master={VOLCANO_MASTER_TASK}", f"--worker={VOLCANO_WORKER_TASK}", f"--port={MASTER_PORT}"],
+        "svc": [],
+    }
     # An evicted worker breaks the collective: restart the whole gang instead of leaving it hanging.
     spec["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
-    spec["tasks"] = [{"name": VOLCANO_TASK, "replicas": workers, "template": pod}]
+    # Rank 0 finishing means the run is over (every rank leaves the collective together).
+    master: dict[str, Any] = {
+        "name": VOLCANO_MASTER_TASK,
+        "replicas": 1,
+        "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+        "template": pod,
+    }
+    spec["tasks"] = [master]
+    if workers > 1:
+        spec["tasks"].append({"name": VOLCANO_WORKER_TASK, "replicas": workers - 1, "template": pod})
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": _metadata(workload, namespace),
         "spec": spec,
+    }
+
+
+def job_set(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object:
+    """Multi-node training: one Indexed Job of `workers` pods, each reachable by hostname through the JobSet's
+    headless Service, the pod's completion index its rank."""
+    workers = workload.pods
+    job = {
+        "parallelism": workers,
+        "completions": workers,
+        "completionMode": "Indexed",
+        # A failed pod fails the Job and the JobSet restarts every Job: a collective cannot continue without a rank.
+        "backoffLimit": 0,
+        "template": pod,
+    }
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            # The controller creates the headless Service named subdomain (ready or not, so rank 0 resolves early).
+            "network": {
+                "enableDNSHostnames": True,
+                "subdomain": service_name(workload),
+                "publishNotReadyAddresses": True,
+            },
+            "failurePolicy": {"maxRestarts": JOBSET_MAX_RESTARTS},
+            "replicatedJobs": [{"name": JOBSET_REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
+        },
+    }
+
+
+def leader_worker_set(workload: Workload, namespace: str, leader: dict[str, Any], worker: dict[str, Any]) -> Object:
+    """Multi-node inference: `replicas` groups of `size` pods, each a leader and size-1 workers that start,
+    restart and roll together. LeaderWorkerSet sets LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX in
+    every container."""
+    return {
+        "apiVersion": LWS_API,
+        "kind": "LeaderWorkerSet",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            "replicas": workload.replicas,
+            # The workers join the leader's address: create them once the leader pod exists.
+            "startupPolicy": "LeaderCreated",
+            # One group at a time without a surge group: a surge would need spare GPUs for a whole group.
+            "rolloutStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0},
+            },
+            "leaderWorkerTemplate": {
+                "size": workload.size or 1,
+                # A lost pod breaks the group's tensor-parallel ring: recreate the whole group.
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": leader,
+                "workerTemplate": worker,
+            },
+        },
     }

@@ -55,6 +55,8 @@ WRAPPERS = (
     "CronJob",
     "ReplicationController",
     "VolcanoJob",
+    "JobSet",
+    "LeaderWorkerSet",
 )
 
 
@@ -127,7 +129,7 @@ def wrap(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """`spec` as the pod template of `kind`, the way a user would write that object."""
     labels = {"app": name}
     template = {"metadata": {"labels": labels}, "spec": copy.deepcopy(spec)}
-    if kind in ("Job", "CronJob", "VolcanoJob"):
+    if kind in ("Job", "CronJob", "VolcanoJob", "JobSet"):
         template["spec"]["restartPolicy"] = "Never"
     metadata = {"name": name}
     selector = {"matchLabels": labels}
@@ -145,6 +147,14 @@ def wrap(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if kind == "ReplicationController":
         body = {"selector": labels, "template": template}
         return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "JobSet":
+        job = {"name": "workers", "replicas": 1, "template": {"spec": {"template": template}}}
+        body = {"replicatedJobs": [job]}
+        return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "LeaderWorkerSet":
+        # Only the worker template: the leader's defaults to it, so the policy must read it there.
+        body = {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": metadata, "spec": body}
     # Volcano's webhook would default the Job's schedulerName to volcano; without it the pods' own scheduler
     # decides, so a wrapped pod keeps the outcome it has alone (schedulers.yaml covers the Job-level name).
     task = {"name": "worker", "replicas": 1, "template": template}
@@ -231,6 +241,11 @@ def pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj["spec"]
     if obj["apiVersion"].startswith("batch.volcano.sh"):
         templates = [task["template"] for task in spec["tasks"]]
+    elif obj["kind"] == "JobSet":
+        templates = [job["template"]["spec"]["template"] for job in spec["replicatedJobs"]]
+    elif obj["kind"] == "LeaderWorkerSet":
+        group = spec["leaderWorkerTemplate"]
+        templates = [group[role] for role in ("leaderTemplate", "workerTemplate") if role in group]
     elif "template" in spec:
         templates = [spec["template"]]
     else:

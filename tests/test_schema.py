@@ -246,7 +246,14 @@ def test_maximal_blueprint_uses_every_strategy_and_kind() -> None:
         "mig",
         "hami",
     }
-    assert {w["kind"] for w in spec["workloads"]} == {"Deployment", "StatefulSet", "Job", "VolcanoJob"}
+    assert {w["kind"] for w in spec["workloads"]} == {
+        "Deployment",
+        "StatefulSet",
+        "Job",
+        "VolcanoJob",
+        "JobSet",
+        "LeaderWorkerSet",
+    }
 
 
 def test_sketch_validates() -> None:

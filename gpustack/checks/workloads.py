@@ -1,5 +1,5 @@
 """Workload templates ask for what their pool can actually give (GS601-GS604, GS607), with the host memory their
-GPUs imply (GS608)."""
+GPUs imply (GS608), and launch what their shape says (GS609)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from gpustack.names import DEVICE_ENV
 from gpustack.needs import Unfit, resolve_need
 from gpustack.offers import offer_for
 from gpustack.quantity import GIB, parse_quantity
+from gpustack.rendezvous import disagreements, training_shape
 from gpustack.sizing import gpu_memory_gib
 
 
@@ -132,6 +133,20 @@ def check_memory_covers_gpu_memory(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
+    """A torchrun command that repeats the job's shape must repeat it right: gpustack adds what it leaves out."""
+    for workload in ctx.blueprint.workloads:
+        shape = training_shape(workload)
+        if shape is None:
+            continue
+        for problem in disagreements((*workload.command, *workload.args), shape):
+            if problem.index < len(workload.command):
+                path = (*workload.path, "command", problem.index)
+            else:
+                path = (*workload.path, "args", problem.index - len(workload.command))
+            yield ctx.error("GS609", path, f"workload '{workload.name}': {problem.message}", problem.hint)
+
+
 RULES = (
     check_gpu_need_fits_pool,
     check_memory_covers_gpu_memory,
@@ -139,4 +154,5 @@ RULES = (
     check_shared_request_size,
     check_volcano_scheduler,
     check_volcano_job_on_hami_pool,
+    check_launch_matches_shape,
 )

@@ -65,6 +65,8 @@ RESOURCE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("apps", "v1", ("daemonsets", "deployments", "replicasets", "statefulsets")),
     ("batch", "v1", ("cronjobs", "jobs")),
     ("batch.volcano.sh", "v1alpha1", ("jobs",)),
+    ("jobset.x-k8s.io", "v1alpha2", ("jobsets",)),
+    ("leaderworkerset.x-k8s.io", "v1", ("leaderworkersets",)),
 )
 
 # --- CEL, shared by every policy ------------------------------------------------------------------------------------
@@ -73,7 +75,8 @@ RESOURCE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # admitted under an older blueprint can still be cleaned up; one that changes the spec is checked like a CREATE.
 CREATED_OR_SPEC_CHANGED = "request.operation == 'CREATE' || object.spec != oldObject.spec"
 
-# The pod specs of the object, whatever its kind: the pod itself, a CronJob's job template, each Volcano task.
+# The pod specs of the object, whatever its kind: the pod itself, a CronJob's job template, each Volcano task, each
+# JobSet replicated job's, a LeaderWorkerSet's leader and worker templates.
 POD_SPECS = """\
 request.resource.resource == 'pods' ? [object.spec] : (
   request.resource.resource == 'cronjobs' ? [object.spec.jobTemplate.spec.template.spec] : (
@@ -82,8 +85,25 @@ request.resource.resource == 'pods' ? [object.spec] : (
         ? object.spec.tasks.filter(t, has(t.template) && has(t.template.spec)).map(t, t.template.spec)
         : []
     ) : (
+    request.resource.group == 'jobset.x-k8s.io' ? (
+      has(object.spec.replicatedJobs)
+        ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec)
+            && has(r.template.spec.template) && has(r.template.spec.template.spec))
+          .map(r, r.template.spec.template.spec)
+        : []
+    ) : (
+    request.resource.group == 'leaderworkerset.x-k8s.io' ? (
+      has(object.spec.leaderWorkerTemplate) ? (
+        (has(object.spec.leaderWorkerTemplate.leaderTemplate)
+          && has(object.spec.leaderWorkerTemplate.leaderTemplate.spec)
+          ? [object.spec.leaderWorkerTemplate.leaderTemplate.spec] : [])
+        + (has(object.spec.leaderWorkerTemplate.workerTemplate)
+          && has(object.spec.leaderWorkerTemplate.workerTemplate.spec)
+          ? [object.spec.leaderWorkerTemplate.workerTemplate.spec] : [])
+      ) : []
+    ) : (
       has(object.spec.template) && has(object.spec.template.spec) ? [object.spec.template.spec] : []
-    )
+    )))
   )
 )"""
 

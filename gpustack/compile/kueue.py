@@ -152,7 +152,8 @@ Notes:
   resources its ClusterQueue does not cover, and gpustack limits GPUs, not the CPU that comes with them.
 - gpustack's workload templates carry `kueue.x-k8s.io/queue-name: default`. Workloads without the label are
   queued too where Kueue's LocalQueueDefaulting is on (the default since v0.12), for the kinds Kueue's
-  `integrations.frameworks` manage (Jobs, Deployments, StatefulSets and Pods in its default configuration).
+  `integrations.frameworks` manage (Jobs, JobSets, LeaderWorkerSets, Deployments, StatefulSets and Pods among
+  them in its default configuration; Kueue admits a JobSet as one workload, a LeaderWorkerSet group as one).
 {hami_note}"""
 
 

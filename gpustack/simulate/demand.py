@@ -24,7 +24,7 @@ from gpustack.simulate.scenario import RawPods, Scenario, WorkloadOverride
 WORKLOAD_LABEL = "gpustack.io/workload"
 VOLCANO_API = "batch.volcano.sh/"
 VOLCANO_SCHEDULER = "volcano"
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job", "JobSet", "LeaderWorkerSet")
 MAX_PODS = 250_000  # a scenario can multiply replicas; past this the answer is "too many", not a long wait
 
 
@@ -207,6 +207,12 @@ def _expand(
     if str(obj.get("apiVersion", "")).startswith(VOLCANO_API):
         yield from _volcano_pods(name, namespace, spec, override, scale, gangs)
         return
+    if obj["kind"] == "JobSet":
+        yield from _job_set_pods(name, namespace, spec, override, scale, gangs)
+        return
+    if obj["kind"] == "LeaderWorkerSet":
+        yield from _leader_worker_pods(name, namespace, spec, override, scale, gangs)
+        return
     if obj["kind"] == "Job":
         count = min(int(spec.get("parallelism", 1)), int(spec.get("completions", spec.get("parallelism", 1))))
     else:
@@ -232,7 +238,7 @@ def _volcano_pods(
     # All-or-none stays all-or-none when scaled; a partial gang scales with the job.
     minimum = wanted if declared >= total else min(wanted, math.ceil(declared * factor))
     key = f"{namespace}/{name}"
-    sizes = [math.ceil(int(t.get("replicas", 1)) * factor) for t in tasks]
+    sizes = _shares([int(t.get("replicas", 1)) for t in tasks], wanted)
     gangs[key] = GangSpec(key, name, namespace, minimum, sum(sizes))
     for task, size in zip(tasks, sizes, strict=True):
         pod_spec = dict(_apply(task["template"]["spec"], override))
@@ -242,6 +248,65 @@ def _volcano_pods(
             pod_spec["priorityClassName"] = spec["priorityClassName"]
         for index in range(size):
             yield f"{name}-{task.get('name', 'task')}-{index}", pod_spec, key
+
+
+def _job_set_pods(
+    name: str,
+    namespace: str,
+    spec: Mapping[str, Any],
+    override: WorkloadOverride | None,
+    scale: Decimal | None,
+    gangs: dict[str, GangSpec],
+) -> Iterable[tuple[str, Mapping[str, Any], str | None]]:
+    """Every pod of every replicated job, one group: `<jobset>-<job>-<job index>-<pod index>` as the controller
+    names their hostnames. A scenario's count scales the pods of each Job."""
+    key = f"{namespace}/{name}"
+    expanded = []
+    for replicated in spec.get("replicatedJobs") or []:
+        job = replicated["template"]["spec"]
+        count = min(int(job.get("parallelism", 1)), int(job.get("completions", job.get("parallelism", 1))))
+        pod_spec = _apply(job["template"]["spec"], override)
+        for job_index in range(int(replicated.get("replicas", 1))):
+            for index in range(_scaled(count, override, scale)):
+                expanded.append((f"{name}-{replicated['name']}-{job_index}-{index}", pod_spec, key))
+    gangs[key] = GangSpec(key, name, namespace, len(expanded), len(expanded))
+    yield from expanded
+
+
+def _leader_worker_pods(
+    name: str,
+    namespace: str,
+    spec: Mapping[str, Any],
+    override: WorkloadOverride | None,
+    scale: Decimal | None,
+    gangs: dict[str, GangSpec],
+) -> Iterable[tuple[str, Mapping[str, Any], str | None]]:
+    """Each group a gang of its own: leader `<lws>-<group>`, workers `<lws>-<group>-<index>` (LeaderWorkerSet's
+    names). A scenario's count scales the groups; a group's size is fixed by the model it serves."""
+    group = spec["leaderWorkerTemplate"]
+    size = int(group.get("size", 1))
+    worker = _apply(group["workerTemplate"]["spec"], override)
+    leader = _apply(group["leaderTemplate"]["spec"], override) if "leaderTemplate" in group else worker
+    for replica in range(_scaled(int(spec.get("replicas", 1)), override, scale)):
+        key = f"{namespace}/{name}-{replica}"
+        gangs[key] = GangSpec(key, f"{name}-{replica}", namespace, size, size)
+        yield f"{name}-{replica}", leader, key
+        for index in range(1, size):
+            yield f"{name}-{replica}-{index}", worker, key
+
+
+def _shares(replicas: list[int], wanted: int) -> list[int]:
+    """`wanted` pods split over tasks in proportion to their replicas (largest remainder, ties to the later task):
+    scaling a master + workers job keeps one master and gives the rest to the workers."""
+    total = sum(replicas)
+    if total == 0:
+        return [0 for _ in replicas]
+    exact = [Decimal(r) * wanted / total for r in replicas]
+    sizes = [int(x) for x in exact]
+    order = sorted(range(len(replicas)), key=lambda i: (exact[i] - sizes[i], i), reverse=True)
+    for i in order[: wanted - sum(sizes)]:
+        sizes[i] += 1
+    return sizes
 
 
 def _apply(pod_spec: Mapping[str, Any], override: WorkloadOverride | None) -> Mapping[str, Any]:

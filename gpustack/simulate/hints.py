@@ -19,6 +19,7 @@ from gpustack.offers import RESOURCE_PREFIX
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import Verdict
+from gpustack.simulate.group import GROUP_INCOMPLETE
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.placement import Rejection
 from gpustack.simulate.pods import Requirement, Taint, Toleration
@@ -295,7 +296,7 @@ def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
 
 def _gang_hint(pod: Pod, context: Context, cluster: Cluster, pending: Pending) -> Hint:
     workload = pod.source.workload
-    if pending.message.startswith("Not enough valid tasks"):
+    if pending.message.startswith(("Not enough valid tasks", GROUP_INCOMPLETE)):
         message = (
             f"the namespace quota refused some workers of '{pod.workload}', so its gang can never be complete; "
             "raise the tenant's quota or lower workers"
@@ -307,9 +308,11 @@ def _gang_hint(pod: Pod, context: Context, cluster: Cluster, pending: Pending) -
         return _where(pod, None, message, (), workload.path if workload is not None else ())
     pool = context.pools.get(workload.pool) if workload is not None else None
     where = f"pool '{pool.name}'" if pool is not None else "the cluster"
+    field = "size" if workload is not None and workload.size is not None else "workers"
+    members = "workers" if field == "workers" else "group's pods"
     message = (
-        f"'{pod.workload}' is gang-scheduled: all its workers start together or none does, and {where} cannot hold "
-        f"them all at once; add nodes to {where} or lower workers"
+        f"'{pod.workload}' is gang-scheduled: all its {members} "
+        f"start together or none does, and {where} cannot hold them all at once; add nodes to {where} or lower {field}"
     )
-    path = (*workload.path, "workers") if workload is not None and workload.workers is not None else ()
+    path = (*workload.path, field) if workload is not None and workload.gang is not None else ()
     return _where(pod, pool, message, ("resources",), path)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gpustack.model import WorkloadKind
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod
+from gpustack.simulate.group import allocate_group
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
@@ -29,6 +30,7 @@ CONTROLLER_KINDS = (WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFUL_SET, Workload
 ERROR_CREATING = "Error creating: "
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's event
 UNSCHEDULABLE = "Unschedulable"  # Volcano's PodScheduled condition reason
+GROUP_INCOMPLETE = "GroupIncomplete"  # gpustack's word: a JobSet or LeaderWorkerSet group that cannot start whole
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,15 @@ def simulate(
                     pending.append(Pending(victim, PREEMPTED, message))
             continue
         spec, members = unit
+        if not members[0].volcano:
+            group = allocate_group(cluster, spec, members, kube, version)
+            placed += group.bound
+            for pod, text, why, refused in group.pending:
+                event = FAILED_SCHEDULING if refused else GROUP_INCOMPLETE
+                pending.append(Pending(pod, event, text, why, gang_partial=True))
+            if group.message is not None:
+                gangs.append((spec, group.message))
+            continue
         outcome = allocate_gang(cluster, spec, members, volcano, binpack)
         placed += outcome.bound
         partial = outcome.message is not None and bool(outcome.schedulable)
@@ -157,11 +168,12 @@ Unit = Pod | tuple[GangSpec, list[Pod]]
 
 
 def _queue(pods: list[Pod], demand: Demand) -> list[Unit]:
-    """Scheduling units by priority, then age: single pods for kube-scheduler, whole jobs for Volcano."""
+    """Scheduling units by priority, then age: single pods for kube-scheduler, whole jobs for Volcano, whole groups
+    for a JobSet or LeaderWorkerSet."""
     units: list[tuple[int, int, Unit]] = []
     members: dict[str, list[Pod]] = {}
     for pod in pods:
-        if not pod.volcano:
+        if not pod.volcano and pod.gang is None:
             units.append((-pod.priority, pod.order, pod))
             continue
         key = pod.gang or f"{pod.namespace}/{pod.name}"  # Volcano gives a lone pod a PodGroup of one
