@@ -24,6 +24,8 @@ CLOUD_POOL_LABELS = (
     "kubernetes.azure.com/agentpool",
     "agentpool",
 )
+# The labels a provider puts on the nodes it makes: what a selector pool selects by.
+PROVIDER_POOL_LABELS = CLOUD_POOL_LABELS[1:]
 # Label keys that clouds, Kubernetes, NFD/GFD or gpustack itself write: never copied into a pool's labels.
 _SYSTEM_DOMAINS = ("kubernetes.io", "k8s.io", "nvidia.com", "gpustack.io", "cloud.google.com", "amazonaws.com")
 _SYSTEM_DOMAINS_EXACT = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.azure.com", "alpha.eksctl.io")

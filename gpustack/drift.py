@@ -19,6 +19,7 @@ from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Taint
 from gpustack.names import MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX, pool_offers
+from gpustack.selection import describe_selection, selects
 from gpustack.snapshot import Snapshot, SnapshotNode, SnapshotTaint
 from gpustack.taints import taint_text
 
@@ -33,8 +34,8 @@ _HAMI_ONLY = ("nvidia.com/gpumem", "nvidia.com/gpucores")
 @dataclass(frozen=True)
 class Difference:
     node: str
-    kind: str  # missing-node, extra-node, gpu, label, taint, resource, mig-state, cordon
-    key: str  # the label key, taint key, resource name ('' for a whole node)
+    kind: str  # missing-node, extra-node, node-count, gpu, label, taint, resource, mig-state, cordon
+    key: str  # the label key, taint key, resource name, selector ('' for a whole node)
     expected: str | None
     actual: str | None
     message: str
@@ -154,9 +155,31 @@ def _scheduling(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Differ
     return out
 
 
+def pool_nodes(pool: NodePool, snapshot: Snapshot) -> tuple[str, ...]:
+    """The nodes that are the pool's: a static pool's names, or the snapshot's nodes its selector matches."""
+    if pool.selector is None:
+        return pool.nodes
+    return tuple(node.name for node in snapshot.nodes if selects(pool, dict(node.labels)))
+
+
+def _size(pool: NodePool, found: int) -> list[Difference]:
+    """A selector pool's node count against its count, or minNodes..maxNodes."""
+    if pool.selector is None:
+        return []
+    low = pool.count if pool.count is not None else pool.min_nodes or 0
+    high = pool.count if pool.count is not None else pool.max_nodes
+    if low <= found and (high is None or found <= high):
+        return []
+    expected = str(low) if low == high else f"{low}..{high}"
+    message = f"{found} node(s) match {describe_selection(pool)}: expected {expected}"
+    # About the pool, not one node: node is ''.
+    return [Difference("", "node-count", describe_selection(pool), expected, str(found), message)]
+
+
 def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
-    differences: list[Difference] = []
-    for name in pool.nodes:
+    names = pool_nodes(pool, snapshot)
+    differences: list[Difference] = _size(pool, len(names))
+    for name in names:
         node = snapshot.node(name)
         if node is None:
             differences.append(Difference(name, "missing-node", "", name, None, "missing from the cluster"))
@@ -164,11 +187,11 @@ def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
         for check in (_gpu, _labels, _resources, _mig_state, _scheduling):
             differences += check(ctx, pool, node)
         differences += _taints(pool, node)
-    return PoolDrift(pool.name, pool.nodes, tuple(differences))
+    return PoolDrift(pool.name, names, tuple(differences))
 
 
 def _extra_nodes(blueprint: Blueprint, snapshot: Snapshot) -> list[Difference]:
-    known = {node for pool in blueprint.pools for node in pool.nodes}
+    known = {node for pool in blueprint.pools for node in pool_nodes(pool, snapshot)}
     out = []
     for node in snapshot.nodes:
         if node.name in known:
@@ -196,7 +219,7 @@ def compare(blueprint: Blueprint, snapshot: Snapshot, blueprint_file: str) -> Dr
 
 def _count(drift: Drift) -> str:
     differences = drift.differences
-    nodes = len({d.node for d in differences})
+    nodes = len({d.node for d in differences if d.node})
     return f"{len(differences)} difference(s) on {nodes} node(s)"
 
 
@@ -207,7 +230,7 @@ def format_text(drift: Drift) -> str:
     for pool in drift.pools:
         state = f"{len(pool.differences)} difference(s)" if pool.differences else "in sync"
         lines += ["", f"pool {pool.name} ({len(pool.nodes)} node(s)): {state}"]
-        lines += [f"  {d.node}: {d.message}" for d in pool.differences]
+        lines += [f"  {d.node or 'pool'}: {d.message}" for d in pool.differences]
     if drift.extra_nodes:
         lines += ["", "nodes in no pool:"]
         lines += [f"  {d.node}: {d.message}" for d in drift.extra_nodes]

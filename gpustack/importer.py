@@ -2,6 +2,8 @@
 
 Nodes are grouped into pools by what GPU Feature Discovery and the cloud put on them (the cloud node
 pool, the GPU product without its -SHARED/-MIG suffixes, whole-GPU count, sharing, MIG config and taints);
+nodes a provider made (a cloud node-pool or Karpenter label) become a selector pool on that label, sized by
+the nodes found, since a node list would go stale the next time the provider replaces a node;
 tenants come from namespaces with GPU quotas. Every inference that the labels do not pin down is written
 as a `# guessed:` comment above the line it concerns, and unknown GPU products are reported (GS021) and
 kept, commented out, so no node silently disappears.
@@ -21,6 +23,7 @@ from gpustack.cluster_labels import (
     GPU_RESOURCE,
     MIG_STRATEGY,
     PRODUCT,
+    PROVIDER_POOL_LABELS,
     REPLICAS,
     SHARING_STRATEGY,
     is_gpu_node,
@@ -53,6 +56,7 @@ class _Pool:
     guesses: list[str] = field(default_factory=list)
     unknown: bool = False
     name: str = ""
+    provider: tuple[str, str] | None = None  # the provider's node-pool label: a selector pool
 
     def advertised(self) -> dict[str, int]:
         """nvidia.com resource -> total allocatable over the pool's nodes."""
@@ -231,6 +235,7 @@ def _node_pool(
     if not product:
         guesses.append(f"gpu.model: no {PRODUCT} label on {node.name}")
     cloud = next(((key, node.label(key)) for key in CLOUD_POOL_LABELS if node.label(key)), None)
+    provider = next(((key, value) for key in PROVIDER_POOL_LABELS if (value := node.label(key))), None)
     hint = (
         dns_label(cloud[1] or "", "pool")
         if cloud is not None
@@ -238,6 +243,7 @@ def _node_pool(
     )
     key = (
         cloud,
+        provider,
         model_name,
         count,
         repr(sharing),
@@ -252,6 +258,7 @@ def _node_pool(
         sharing=sharing,
         guesses=guesses,
         unknown=model is None,
+        provider=provider,
     )
 
 
@@ -294,7 +301,12 @@ def _smallest(nodes: Iterable[SnapshotNode], resource: str) -> str | None:
 
 
 def _pool_data(pool: _Pool) -> dict[str, Any]:
-    data: dict[str, Any] = {"name": pool.name, "gpu": pool.gpu, "nodes": [n.name for n in pool.nodes]}
+    data: dict[str, Any] = {"name": pool.name, "gpu": pool.gpu}
+    if pool.provider is None:
+        data["nodes"] = [n.name for n in pool.nodes]
+    else:
+        data["selector"] = {"matchLabels": dict([pool.provider])}
+        data["count"] = len(pool.nodes)
     cpu, memory = _smallest(pool.nodes, "cpu"), _smallest(pool.nodes, "memory")
     if cpu is not None or memory is not None:
         data["nodeResources"] = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
@@ -312,8 +324,12 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         if len(slots) > 1:
             pool.guesses.append(f"maxPods: the nodes allow {', '.join(map(str, slots))} pods; the smallest")
     cordoned = [n.name for n in pool.nodes if n.unschedulable]
-    if cordoned:
+    if cordoned and pool.provider is None:
         data["cordoned"] = cordoned
+    elif cordoned:
+        note = f"cordoned now: {', '.join(cordoned)} (a selector pool names no nodes, so none is listed)"
+        if note not in pool.guesses:
+            pool.guesses.append(note)
     if pool.sharing is not None and "unreadable-mig" not in pool.sharing:
         data["sharing"] = pool.sharing
     return data
@@ -328,6 +344,27 @@ def _kubernetes_version(snapshot: Snapshot) -> tuple[str, str | None]:
     if not minors:
         return DEFAULT_KUBERNETES, "kubernetes.version: no node reports its kubelet version"
     return f"{minors[0][0]}.{minors[0][1]}", None
+
+
+def _stack_guess(pools: list[_Pool], catalog: Catalog) -> str | None:
+    """Why the cluster runs the standalone device plugin, not the GPU Operator; None where nothing says so.
+
+    The operator's MIG manager labels every MIG-capable GPU node with a `nvidia.com/mig.config` (its default
+    config where none was chosen), so MIG-capable nodes none of which carries one have no MIG manager.
+    """
+    capable = [
+        node
+        for pool in pools
+        if (model := catalog.resolve(pool.gpu["model"])) is not None and model.mig is not None
+        for node in pool.nodes
+    ]
+    nodes = [node for pool in pools for node in pool.nodes]
+    if not capable or any(node.label(MIG_CONFIG_LABEL) is not None for node in nodes):
+        return None
+    return (
+        f"MIG-capable nodes ({', '.join(n.name for n in capable[:3])}) carry no {MIG_CONFIG_LABEL} label, "
+        "so no GPU Operator MIG manager runs"
+    )
 
 
 def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = None) -> Import:
@@ -350,7 +387,11 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     advertised = {p.name: p.advertised() for p in known}
     tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
     version, version_guess = _kubernetes_version(snapshot)
-    spec: dict[str, Any] = {"kubernetes": {"version": version}, "nodePools": [_pool_data(p) for p in known]}
+    spec: dict[str, Any] = {"kubernetes": {"version": version}}
+    stack_guess = _stack_guess(known, catalog)
+    if stack_guess is not None:
+        spec["stack"] = "device-plugin"
+    spec["nodePools"] = [_pool_data(p) for p in known]
     if tenants:
         spec["tenants"] = tenants
     data = {
@@ -368,6 +409,8 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     ]
     if version_guess:
         header.append(f"# guessed: {version_guess}; {DEFAULT_KUBERNETES}")
+    if stack_guess is not None:
+        header.append(f"# guessed: stack: device-plugin: {stack_guess}")
     if not spec["nodePools"]:
         return Import("", data, tuple(diagnostics))
     text = _render(data, notes, header, [p for p in pools if p not in known])

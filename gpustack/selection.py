@@ -6,6 +6,7 @@ admission, the simulator) asks here, so a selector pool is selected the same way
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpustack.model import LabelRequirement, NodePool
@@ -19,6 +20,21 @@ def pool_requirements(pool: NodePool) -> tuple[LabelRequirement, ...]:
     if pool.selector is None:
         return (LabelRequirement(POOL_LABEL, "In", (pool.name,)),)
     return pool.selector.requirements()
+
+
+def selects(pool: NodePool, labels: Mapping[str, str]) -> bool:
+    """Whether a node with these labels is one of the pool's, as the scheduler reads the pool's requirements."""
+    for requirement in pool_requirements(pool):
+        value = labels.get(requirement.key)
+        if requirement.operator == "In" and value not in requirement.values:
+            return False
+        if requirement.operator == "NotIn" and value is not None and value in requirement.values:
+            return False
+        if requirement.operator == "Exists" and value is None:
+            return False
+        if requirement.operator == "DoesNotExist" and value is not None:
+            return False
+    return True
 
 
 def match_expression(requirement: LabelRequirement) -> Object:

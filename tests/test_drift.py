@@ -136,3 +136,39 @@ def test_cordons_and_pod_limits(blueprint, tmp_path: Path) -> None:
         ("a100-b", "cordon", "cordoned in the cluster, not in the blueprint"),
         ("l4-b", "resource", "allocatable pods: expected 50 (maxPods), found 110"),
     ]
+
+
+def _selector_blueprint(name: str):
+    result = validate_path(BLUEPRINT.parent / name)
+    assert result.blueprint is not None
+    return result.blueprint
+
+
+@pytest.mark.parametrize("name", ["kueue.yaml", "volcano.yaml"])
+def test_selector_pools_are_matched_by_their_selector(name: str) -> None:
+    """Nodes a provider made have names gpustack never saw: the selector says which pool they are."""
+    blueprint = _selector_blueprint(name)
+    data = snapshot_data(blueprint)
+    drift = compare(blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    assert drift.in_sync, format_text(drift)
+    assert all(pool.nodes for pool in drift.pools)
+
+
+def test_selector_pool_drift_is_per_node_and_in_size() -> None:
+    """kueue's a100 pool is GKE node pool a100-pool with 2 nodes: a third node, and one that lost gpustack's
+    label, show as what they are, not as nodes missing from the cluster."""
+    blueprint = _selector_blueprint("kueue.yaml")
+    data = snapshot_data(blueprint)
+    extra = json.loads(json.dumps(_node(data, "a100-1")))
+    extra["metadata"]["name"] = "gke-a100-pool-x"
+    data["items"].append(extra)
+    del _node(data, "a100-2")["metadata"]["labels"]["nvidia.com/device-plugin.config"]
+    drift = compare(blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    (a100, h100) = drift.pools
+    assert a100.nodes == ("a100-1", "a100-2", "gke-a100-pool-x") and not h100.differences
+    assert [(d.node, d.kind, d.message) for d in a100.differences] == [
+        ("", "node-count", "3 node(s) match cloud.google.com/gke-nodepool=a100-pool: expected 2"),
+        ("a100-2", "label", "label nvidia.com/device-plugin.config: expected 'whole-gpu', found none"),
+    ]
+    assert drift.extra_nodes == ()
+    assert "  pool: 3 node(s) match cloud.google.com/gke-nodepool=a100-pool: expected 2" in format_text(drift)

@@ -42,16 +42,25 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
     assert single["sharing"] == {"strategy": "mig", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}}
     assert single["maxPods"] == 58  # the node's allocatable pods, where it is not the kubelet's default
     # Time-slicing read from the device plugin ConfigMap the node's label names, renamed to gpu.shared.
+    # GKE made these nodes: a selector pool on GKE's node-pool label, sized by the nodes found.
     l4 = _pool(result, "l4-pool")
-    assert l4["nodes"] == ["gke-l4-pool-1", "gke-l4-pool-2"]
+    assert "nodes" not in l4
+    assert l4["selector"] == {"matchLabels": {"cloud.google.com/gke-nodepool": "l4-pool"}} and l4["count"] == 2
     assert l4["labels"] == {"team": "vision"}  # cloud, GFD and kubernetes.io labels are not the pool's
     assert l4["sharing"]["timeSlicing"] == {"replicas": 4, "renameByDefault": True, "failRequestsGreaterThanOne": True}
     # The cordon's own taint is Kubernetes', not the pool's.
     assert l4["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    assert l4["cordoned"] == ["gke-l4-pool-2"] and "maxPods" not in l4
+    # A selector pool names no nodes, so the cordon is a comment, not a `cordoned` list the schema would refuse.
+    assert "cordoned" not in l4 and "maxPods" not in l4
+    assert (
+        "  # guessed: cordoned now: gke-l4-pool-2 (a selector pool names no nodes, so none is listed)"
+        in result.text.splitlines()
+    )
     # A pre-R470 product name without NVIDIA-, MIG disabled: whole GPUs.
     a100 = _pool(result, "a100-train")
     assert a100["gpu"] == {"model": "A100-SXM4-40GB", "count": 8} and "sharing" not in a100
+    assert a100["selector"] == {"matchLabels": {"eks.amazonaws.com/nodegroup": "a100-train"}} and a100["count"] == 1
+    assert _pool(result, "h100-sxm5-80gb-mig")["nodes"] == ["h100-a", "h100-b"]  # no provider label: named nodes
     h100 = _pool(result, "h100-sxm5-80gb-mig")
     assert h100["sharing"]["mig"] == {"strategy": "mixed", "layout": {"1g.10gb": 7}}
     assert result.data["spec"]["kubernetes"] == {"version": "1.31"}  # the oldest kubelet
@@ -115,16 +124,22 @@ def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
     assert result.diagnostics == ()
     check = validate_text(result.text, "imported.yaml")
     assert check.ok, [d.message for d in check.diagnostics]
+    assert check.blueprint is not None and check.blueprint.stack is original.blueprint.stack
 
     def nodes(plan) -> dict[str, tuple[dict, list]]:
         taints = {m.name: m.obj["spec"]["taints"] for m in plan.by_family("node-taints")}
         return {m.name: (m.obj["metadata"]["labels"], taints.get(m.name, [])) for m in plan.by_family("nodes")}
+
+    def node_pools(plan) -> dict[str, str]:
+        """Selector pools: the labels and taints their provider must set (nodes/<pool>.node-pool.yaml)."""
+        return {a.path: a.text.split("\n", 1)[1] for a in plan.artifacts if a.path.endswith(".node-pool.yaml")}
 
     def quotas(plan) -> dict[str, dict]:
         return {m.namespace: m.obj["spec"]["hard"] for m in plan.objects if m.kind == "ResourceQuota"}
 
     before, after = compile_blueprint(original.blueprint), compile_blueprint(build_blueprint(result.data))
     assert nodes(after) == nodes(before)
+    assert node_pools(after) == node_pools(before)
     assert quotas(after) == quotas(before)
     tenants = {t.name: t.namespaces for t in original.blueprint.tenants}
     assert {t["name"]: tuple(t["namespaces"]) for t in result.data["spec"].get("tenants", [])} == tenants

@@ -227,15 +227,36 @@ pods:
 """
 
 
-def test_cpu_only_pool_compiles_without_device_plugin_and_takes_cpu_pods() -> None:
-    result = validate_path(CLUSTER / "cpu-pool.yaml")
+@pytest.mark.parametrize("stack", ["gpu-operator", "device-plugin"])
+def test_cpu_only_pool_compiles_without_device_plugin_and_takes_cpu_pods(stack: str) -> None:
+    text = (CLUSTER / "cpu-pool.yaml").read_text()
+    # A tainted CPU pool: nothing that runs on GPU nodes only should tolerate its taint.
+    text = text.replace(
+        "      cordoned: [cpu-2]\n",
+        "      cordoned: [cpu-2]\n      taints: [{key: cpu-only, effect: PreferNoSchedule}]\n",
+    )
+    text = text.replace("spec:\n", f"spec:\n  stack: {stack}\n", 1)
+    result = validate_text(text, "cpu-pool.yaml")
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
     plan = compile_blueprint(result.blueprint)
     labels = {m.name: m.obj["metadata"]["labels"] for m in plan.by_family("nodes")}
     assert labels["cpu-1"] == {"gpustack.io/pool": "cpu"}  # no device-plugin config for a pool without GPUs
-    (release,) = [r for r in plan.releases if r.name == "nvidia-device-plugin"]
-    term = release.values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["l4"]
+    (release,) = plan.releases
+    if stack == "device-plugin":
+        assert release.name == "nvidia-device-plugin"
+        term = release.values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["l4"]
+        tolerations = release.values["tolerations"]
+        assert list(release.values["config"]["map"]) == ["whole-gpu"]
+    else:
+        # The operator's operands run on GPU nodes only (NFD finds them): one config, for the L4s.
+        assert release.name == "gpu-operator"
+        assert list(release.values["devicePlugin"]["config"]["data"]) == ["whole-gpu"]
+        tolerations = release.values["daemonsets"]["tolerations"]
+        nfd = release.values["node-feature-discovery"]["worker"]["tolerations"]
+        assert "cpu-only" not in [t["key"] for t in nfd]
+    assert "gpustack.io/pool" in [t["key"] for t in tolerations]
+    assert "cpu-only" not in [t["key"] for t in tolerations]
     simulation = simulate(result.blueprint, CPU_SCENARIO)
     where = placements(simulation)
     assert where["infer-0"] == where["infer-1"] == "l4-1"

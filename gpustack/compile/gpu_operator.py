@@ -6,7 +6,8 @@ exporter as DaemonSets on every GPU node. What the values make sure of:
   `nvidia.com/device-plugin.config` label, exactly as with the standalone chart (device_plugin.py builds them);
 - the MIG manager reads gpustack's mig-parted config (`migManager.config`), which the chart creates as a
   ConfigMap in the operator's namespace; nodes pick a layout with `nvidia.com/mig.config`;
-- every operand, and NFD's worker that finds the GPU nodes, tolerates every pool's taints: `daemonsets.tolerations`
+- every operand, and NFD's worker that finds the GPU nodes, tolerates every GPU pool's taints (a CPU-only pool
+  gets no operand and no device-plugin config): `daemonsets.tolerations`
   and `node-feature-discovery.worker.tolerations` replace the chart's lists, so their defaults are repeated;
 - `mig.strategy` never contradicts a pool's config: the operator exports it as MIG_STRATEGY, which the plugin
   lets beat the config file. One strategy for all MIG pools is written as is; pools that differ get "" (the
@@ -72,7 +73,8 @@ def mig_strategy(ctx: Context) -> str:
 
 def build_values(ctx: Context) -> Object:
     operator = ctx.blueprint.gpu_operator
-    pools = ctx.blueprint.pools
+    # The operands and NFD's GPU detection run on GPU nodes only: a CPU-only pool's taints are nothing to them.
+    pools = tuple(pool for pool in ctx.blueprint.pools if pool.gpu is not None)
     configs = sorted(name_configs(ctx), key=lambda named: named.key)
     values: Object = {
         "nfd": {"enabled": operator.nfd},
