@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
+    _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader] = yaml.CSafeLoader
 except AttributeError:  # PyYAML built without libyaml
     _Loader = yaml.SafeLoader
 

@@ -180,7 +180,9 @@ class GpuCluster(pulumi.ComponentResource):
             # A server-side-apply patch of a Node that does not exist creates an empty one (pulumi-kubernetes #2194):
             # read the node first, so a misspelt or not-yet-created node fails the update instead.
             existing = Node.get(f"{step.name}-exists", step.node, opts=self._custom_opts(depends_on))
-            self.node_patches[step.node] = NodePatch(
+            # The plan's metadata and spec are plain dicts; pulumi types them as TypedDicts (ObjectMetaPatchArgsDict),
+            # which no dict[str, Any] matches, so no overload does.
+            self.node_patches[step.node] = NodePatch(  # type: ignore[call-overload]
                 step.name,
                 metadata=step.metadata,
                 spec=step.spec,
@@ -206,7 +208,9 @@ class GpuCluster(pulumi.ComponentResource):
         )
 
     def _component_opts(self, depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
-        providers = [self._args.provider] if self._args.provider is not None else None
+        providers: list[pulumi.ProviderResource] | None = (
+            [self._args.provider] if self._args.provider is not None else None
+        )
         return pulumi.ResourceOptions(parent=self, providers=providers, depends_on=list(depends_on))
 
     def _chart(self, name: str, release: HelmRelease, depends_on: Sequence[pulumi.Resource]) -> Chart:

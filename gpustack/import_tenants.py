@@ -39,18 +39,18 @@ def infer_tenants(
     """
     labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
     per_namespace: dict[str, dict[str, int]] = {}
-    for quota in snapshot.quotas:
-        if not _is_tenant_namespace(quota.namespace):
+    for found in snapshot.quotas:
+        if not _is_tenant_namespace(found.namespace):
             continue
-        for key, amount in quota.hard:
+        for key, written in found.hard:
             if key.startswith("requests.nvidia.com/"):
                 resource = key.removeprefix("requests.")
-                hard = per_namespace.setdefault(quota.namespace, {})
-                hard[resource] = max(hard.get(resource, 0), int(parse_quantity(amount)))
+                largest = per_namespace.setdefault(found.namespace, {})
+                largest[resource] = max(largest.get(resource, 0), int(parse_quantity(written)))
     grouped: dict[str, list[str]] = {}
     for namespace in sorted(per_namespace):
-        tenant = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
-        grouped.setdefault(dns_label(tenant, "tenant"), []).append(namespace)
+        label = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
+        grouped.setdefault(dns_label(label, "tenant"), []).append(namespace)
     tenants: list[dict[str, Any]] = []
     notes: dict[str, list[str]] = {}
     for name, namespaces in grouped.items():

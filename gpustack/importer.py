@@ -121,7 +121,7 @@ def _replication(
         for kind in ("timeSlicing", "mps"):
             block = sharing_config.get(kind)
             resources = block.get("resources") if isinstance(block, dict) else None
-            if isinstance(resources, list) and resources and isinstance(resources[0], dict):
+            if isinstance(block, dict) and isinstance(resources, list) and resources and isinstance(resources[0], dict):
                 settings: dict[str, Any] = {"replicas": int(resources[0].get("replicas", replicas))}
                 settings["renameByDefault"] = bool(block.get("renameByDefault", False))
                 settings["failRequestsGreaterThanOne"] = bool(block.get("failRequestsGreaterThanOne", False))

@@ -14,6 +14,7 @@ limit, and a 5 MB file loads several times faster than with PyYAML's composer.
 from __future__ import annotations
 
 import codecs
+import enum
 import gc
 import math
 import os
@@ -107,6 +108,7 @@ class PureBlueprintLoader(yaml.SafeLoader):
 _FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", PureBlueprintLoader)
 
 
+# A base class chosen at import time is no static type: mypy cannot follow it.
 class BlueprintLoader(_FastSafeLoader):  # type: ignore[valid-type,misc]
     """The libyaml parser where available, with YAML 1.2 core-schema resolvers.
 
@@ -391,7 +393,8 @@ def _syntax_error(error: yaml.MarkedYAMLError, text: str, file: str) -> Diagnost
     position = _position(mark) if mark is not None else Position(1, 1)
     if "maximum nesting depth" in problem:  # libyaml's own limit (1000), hit before ours when it scans ahead
         return _too_deep(file, position, ())
-    message, related = problem, ()
+    message = problem
+    related: tuple[Span, ...] = ()
     context_mark = error.context_mark
     if context and context_mark is not None and _position(context_mark) != position:
         context_position = _position(context_mark)
@@ -482,8 +485,15 @@ def _tag_name(tag: str) -> str:
     return "!!" + tag.removeprefix(_STANDARD_TAG_PREFIX) if tag.startswith(_STANDARD_TAG_PREFIX) else tag
 
 
-_NO_KEY: Final = object()  # a mapping frame is waiting for its next key
-_BAD_KEY: Final = object()  # the key was refused (or is a duplicate); its value is read but dropped
+class _Pending(enum.Enum):
+    """What a mapping frame holds instead of an accepted key."""
+
+    NO_KEY = enum.auto()  # waiting for its next key
+    BAD_KEY = enum.auto()  # the key was refused (or is a duplicate); its value is read but dropped
+
+
+_NO_KEY: Final = _Pending.NO_KEY
+_BAD_KEY: Final = _Pending.BAD_KEY
 _ALIASED: Final = object()  # stands in for an alias (already reported) so it never counts as a key
 _KIND_OF_VALUE: Final = {
     bool: "bool",
@@ -506,7 +516,7 @@ class _Frame:
         self.is_list = isinstance(container, list)
         self.path = path
         self.start = start
-        self.key: object = _NO_KEY
+        self.key: str | _Pending = _NO_KEY
 
 
 class _Builder:
@@ -582,7 +592,7 @@ class _Builder:
         key = parent.key
         if key is _NO_KEY or key is _BAD_KEY:
             return None  # a key (located through key_positions), or the value of a refused key
-        return (*path, key)  # type: ignore[misc]
+        return (*path, key)
 
     def _closed(self, frame: _Frame, event: Any) -> None:
         """A collection's end event: nothing to do unless ends are being recorded."""
@@ -607,6 +617,7 @@ class _Builder:
 
     def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
         text = event.value
+        tag: str | None
         if event.tag is None and event.anchor is None:  # the common case, kept short
             tag = resolve_plain_scalar(text) if event.implicit[0] else STR_TAG
         else:
@@ -668,11 +679,11 @@ class _Builder:
         if parent.key is _NO_KEY:
             parent.key = self._accept_key(parent, value, start, event)
         else:
-            if parent.key is not _BAD_KEY:
-                container[parent.key] = value  # type: ignore[index]
+            if parent.key is not _BAD_KEY and isinstance(container, dict):  # a frame with a key is a mapping's
+                container[parent.key] = value
             parent.key = _NO_KEY
 
-    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> object:
+    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> str | _Pending:
         path = parent.path
         if not isinstance(key, str):
             if path is not None and key is not _ALIASED:
@@ -743,7 +754,7 @@ class _EndsBuilder(_Builder):
         if id(container) in self._flow:
             self._flow.discard(id(container))
         elif container and frame.path is not None:
-            last = len(container) - 1 if frame.is_list else next(reversed(container))  # type: ignore[call-overload]
+            last = len(container) - 1 if frame.is_list else next(reversed(container))
             end = self.value_ends.get((*frame.path, last), end)
         if frame.path is not None:
             self.value_ends[frame.path] = end
@@ -753,7 +764,7 @@ class _EndsBuilder(_Builder):
             self.value_ends[path] = event.end_mark
         return super()._scalar(event, start, path)
 
-    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> object:
+    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> str | _Pending:
         accepted = super()._accept_key(parent, key, start, event)
         if isinstance(accepted, str) and parent.path is not None and event is not None:
             self.key_ends.setdefault((*parent.path, accepted), event.end_mark)

@@ -27,6 +27,10 @@ from referencing.jsonschema import DRAFT202012
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span, format_json_path, sort_diagnostics
 from gpustack.load import Document
 
+# What keyword functions receive: the class validators.extend builds from Draft202012Validator. The
+# `Validator` protocol lacks `descend`, which every concrete validator class has.
+KeywordValidator = Draft202012Validator
+
 SCHEMA_FILE = "blueprint.schema.json"
 
 Typos = frozenset[tuple[JsonPath, str]]
@@ -159,7 +163,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def _ecma_pattern(validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+def _ecma_pattern(validator: KeywordValidator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
     if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
@@ -174,7 +178,7 @@ def _lookup(ref: str) -> Any:  # referencing's Resolved; the class is not export
     return Registry().with_resource(schema["$id"], resource).resolver(base_uri=schema["$id"]).lookup(ref)
 
 
-def _cached_ref(validator: Validator, ref: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+def _cached_ref(validator: KeywordValidator, ref: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
     resolved = _lookup(ref)
     if _passes_leaf(resolved.contents, instance):
         return
@@ -265,7 +269,7 @@ _LEAVES: dict[int, tuple[Any, LeafCheck | None]] = {}
 
 
 def _leaf_properties(
-    validator: Validator, properties: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+    validator: KeywordValidator, properties: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[Any]:
     """The 2020-12 `properties` keyword, with passing leaves skipped."""
     if not validator.is_type(instance, "object"):
@@ -275,7 +279,7 @@ def _leaf_properties(
             yield from validator.descend(instance[name], subschema, path=name, schema_path=name)
 
 
-def _leaf_items(validator: Validator, items: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+def _leaf_items(validator: KeywordValidator, items: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
     """The 2020-12 `items` keyword (this schema has no prefixItems and no `items: false`), passing leaves skipped."""
     if not validator.is_type(instance, "array"):
         return
@@ -302,12 +306,33 @@ def _validator() -> Validator:
 
 
 # --- error -> diagnostic -----------------------------------------------------------------------
+# jsonschema's stubs allow `Unset` on every field of a ValidationError, for errors built by hand. Each
+# error here comes from a validator, which sets them all; these read them with the types that leaves.
+
+
+def _keyword(error: ValidationError) -> str:
+    return error.validator if isinstance(error.validator, str) else ""
+
+
+def _value(error: ValidationError) -> Any:
+    """The failing keyword's value in the schema (`required`'s list, `minimum`'s bound)."""
+    return error.validator_value
+
+
+def _instance(error: ValidationError) -> Any:
+    """The part of the document the keyword failed on."""
+    return error.instance
+
+
+def _schema_of(error: ValidationError) -> Mapping[str, Any]:
+    # A boolean schema (`false`) is no mapping and has no words to offer.
+    return error.schema if isinstance(error.schema, Mapping) else {}
 
 
 def _convert(error: ValidationError, doc: Document, typos: Typos = frozenset()) -> list[Diagnostic]:
     path: JsonPath = tuple(error.absolute_path)
     schema_path = tuple(error.absolute_schema_path)
-    keyword = error.validator
+    keyword = _keyword(error)
     if "propertyNames" in schema_path:
         # propertyNames errors carry the map's path and the offending key as the instance.
         return [_bad_key(error, doc, path)]
@@ -319,14 +344,14 @@ def _convert(error: ValidationError, doc: Document, typos: Typos = frozenset()) 
         return list(_missing_fields(error, doc, path, typos))
     if _is_forbidden(error):
         return [_forbidden(error, doc, path, schema_path)]
-    if keyword == "not" and isinstance(error.validator_value, Mapping) and "required" in error.validator_value:
+    if keyword == "not" and isinstance(_value(error), Mapping) and "required" in _value(error):
         return [_exclusive(error, doc, path)]
     if keyword == "type":
-        return [_wrong_type(doc, path, error.instance, error.validator_value, error.schema)]
+        return [_wrong_type(doc, path, _instance(error), _value(error), _schema_of(error))]
     if keyword in ("enum", "const"):
         return [_not_allowed(error, doc, path)]
     if keyword == "pattern":
-        return [_bad_format(doc, path, error.instance, error.schema, key=False)]
+        return [_bad_format(doc, path, _instance(error), _schema_of(error), key=False)]
     if keyword in _RANGE_KEYWORDS:
         return [_out_of_range(error, doc, path, key=None)]
     if keyword == "uniqueItems":
@@ -338,9 +363,9 @@ def _convert(error: ValidationError, doc: Document, typos: Typos = frozenset()) 
 
 
 def _unknown_fields(error: ValidationError, doc: Document, path: JsonPath) -> Iterator[Diagnostic]:
-    allowed = list(error.schema.get("properties", {}))
-    patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
-    for key in error.instance:
+    allowed = list(_schema_of(error).get("properties", {}))
+    patterns = [re.compile(p) for p in _schema_of(error).get("patternProperties", {})]
+    for key in _instance(error):
         if key in allowed or any(p.search(key) for p in patterns):
             continue
         at = (*path, key)
@@ -368,23 +393,23 @@ def _closest_field(key: str, allowed: Sequence[str]) -> tuple[str | None, str]:
 
 def _typo_fixes(error: ValidationError) -> Iterator[tuple[JsonPath, str]]:
     """(object path, required field) pairs that an unknown key in that object is a misspelling of."""
-    if error.validator != "additionalProperties" or not isinstance(error.instance, Mapping):
+    if _keyword(error) != "additionalProperties" or not isinstance(_instance(error), Mapping):
         return
-    allowed = list(error.schema.get("properties", {}))
-    required = error.schema.get("required", [])
-    for key in error.instance:
+    allowed = list(_schema_of(error).get("properties", {}))
+    required = _schema_of(error).get("required", [])
+    for key in _instance(error):
         if key not in allowed:
             field, _ = _closest_field(key, allowed)
-            if field in required and field not in error.instance:
+            if field is not None and field in required and field not in _instance(error):
                 yield tuple(error.absolute_path), field
 
 
 def _missing_fields(error: ValidationError, doc: Document, path: JsonPath, typos: Typos) -> Iterator[Diagnostic]:
     # jsonschema yields one `required` error per missing field without naming it as data; computing the
     # whole missing list for each and de-duplicating later is simpler than parsing its message.
-    properties = error.schema.get("properties", {})
-    for field in error.validator_value:
-        if field in error.instance or (path, field) in typos:
+    properties = _schema_of(error).get("properties", {})
+    for field in _value(error):
+        if field in _instance(error) or (path, field) in typos:
             continue
         yield _diag(
             MISSING_FIELD,
@@ -400,9 +425,9 @@ def _conditionally_required(
 ) -> Iterator[Diagnostic]:
     branch = schema_path[:-1]
     owner = _schema_at(_owner_path(branch))
-    condition = _condition(branch, error.instance)
-    for field in error.validator_value:
-        if field in error.instance:
+    condition = _condition(branch, _instance(error))
+    for field in _value(error):
+        if field in _instance(error):
             continue
         message = f"{_name(path)} needs '{field}' when {condition}"
         yield _diag(COMBINATION, message, _object_span(doc, path), path, _purpose(field, owner.get("properties", {})))
@@ -417,26 +442,26 @@ def _forbidden(error: ValidationError, doc: Document, path: JsonPath, schema_pat
 
 
 def _exclusive(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
-    fields: list[str] = list(error.validator_value["required"])
+    fields: list[str] = list(_value(error)["required"])
     # Point at whichever of them was written last: that is the one the user added on top.
     last = max(fields, key=lambda f: _position_key(doc, (*path, f)))
     message = f"{_join(fields, 'and')} cannot be used together {_in(path)}"
-    hint = error.validator_value.get("description") or "give only one of them"
+    hint = _value(error).get("description") or "give only one of them"
     return _diag(COMBINATION, message, _key_span(doc, (*path, last)), (*path, last), hint)
 
 
 def _alternatives(error: ValidationError, doc: Document, path: JsonPath, typos: Typos) -> list[Diagnostic]:
-    branches: list[Any] = list(error.validator_value)
+    branches: list[Any] = list(_value(error))
     if all(isinstance(b, Mapping) and set(b) == {"required"} for b in branches):
         # anyOf: [{required: [a]}, {required: [b]}]: "give at least one of a, b".
         fields = [f for b in branches for f in b["required"]]
-        properties = error.schema.get("properties", {})
+        properties = _schema_of(error).get("properties", {})
         purposes = [f"{f}: {_first_sentence(_description(properties.get(f))).rstrip('.')}" for f in fields]
         message = f"{_name(path)} needs {_join(fields, 'or')}"
         return [_diag(COMBINATION, message, _object_span(doc, path), path, "; ".join(purposes))]
     # Typed alternatives (a string or a list of them): report the errors of the branch whose type fits
     # what was written, instead of "is not valid under any of the given schemas".
-    by_branch: dict[int, list[ValidationError]] = {}
+    by_branch: dict[str | int, list[ValidationError]] = {}
     for sub in error.context or ():
         by_branch.setdefault(sub.relative_schema_path[0], []).append(sub)
     fitting = [
@@ -450,9 +475,9 @@ def _alternatives(error: ValidationError, doc: Document, path: JsonPath, typos: 
         for errs in by_branch.values()
         for e in errs
         if e.validator == "type" and not e.relative_path
-        for t in _as_list(e.validator_value)
+        for t in _as_list(_value(e))
     ]
-    return [_wrong_type(doc, path, error.instance, types, error.schema)]
+    return [_wrong_type(doc, path, _instance(error), types, _schema_of(error))]
 
 
 def _wrong_type(doc: Document, path: JsonPath, value: Any, expected: Any, schema: Mapping[str, Any]) -> Diagnostic:
@@ -494,8 +519,8 @@ def _would_pass(schema: Mapping[str, Any], value: Any) -> bool:
 
 
 def _not_allowed(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
-    allowed = list(error.validator_value) if error.validator == "enum" else [error.validator_value]
-    value = error.instance
+    allowed = list(_value(error)) if _keyword(error) == "enum" else [_value(error)]
+    value = _instance(error)
     expected = (
         f"expected {_show(allowed[0])}" if len(allowed) == 1 else "expected one of " + ", ".join(map(str, allowed))
     )
@@ -539,17 +564,17 @@ def _format_hint(schema: Mapping[str, Any], value: Any) -> str | None:
 
 
 def _bad_key(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
-    if error.validator == "pattern":
-        return _bad_format(doc, path, error.instance, error.schema, key=True)
-    if error.validator in _RANGE_KEYWORDS:
-        return _out_of_range(error, doc, path, key=error.instance)
-    at = (*path, error.instance)
-    message = f"key {_show(error.instance)} {_in(path)}: {error.message}"
+    if _keyword(error) == "pattern":
+        return _bad_format(doc, path, _instance(error), _schema_of(error), key=True)
+    if _keyword(error) in _RANGE_KEYWORDS:
+        return _out_of_range(error, doc, path, key=_instance(error))
+    at = (*path, _instance(error))
+    message = f"key {_show(_instance(error))} {_in(path)}: {error.message}"
     return _diag(COMBINATION, message, _key_span(doc, at), at, _about(error.schema))
 
 
 def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: str | None) -> Diagnostic:
-    limit, value, keyword = error.validator_value, error.instance, error.validator
+    limit, value, keyword = _value(error), _instance(error), _keyword(error)
     subject = f"key {_show(key)} {_in(path)}" if key is not None else _name(path)
     if keyword in ("minItems", "minLength", "minProperties") and limit == 1:
         message = f"{subject} must not be empty"
@@ -578,7 +603,7 @@ def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: st
 def _duplicate(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:
     seen: dict[str, int] = {}
     first, again = 0, 0
-    for index, item in enumerate(error.instance):
+    for index, item in enumerate(_instance(error)):
         # json.dumps gives unhashable items (maps, lists) an identity; sort_keys makes key order irrelevant.
         identity = json.dumps(item, sort_keys=True, default=str)
         if identity in seen:
@@ -587,7 +612,7 @@ def _duplicate(error: ValidationError, doc: Document, path: JsonPath) -> Diagnos
         seen[identity] = index
     at = (*path, again)
     message = (
-        f"duplicate item {_got_value(doc, at, error.instance[again])} in {_name(path)} (items {first} and {again})"
+        f"duplicate item {_got_value(doc, at, _instance(error)[again])} in {_name(path)} (items {first} and {again})"
     )
     return Diagnostic(
         DUPLICATE_ITEM,
@@ -618,7 +643,7 @@ def _collapse(found: Iterable[Diagnostic], forbidden: set[JsonPath]) -> list[Dia
 
 def _is_forbidden(error: ValidationError) -> bool:
     """`properties: {field: {"not": {}}}` inside an if/then branch: the field may not be given here."""
-    return error.validator == "not" and error.validator_value == {} and _in_branch(tuple(error.absolute_schema_path), 4)
+    return _keyword(error) == "not" and _value(error) == {} and _in_branch(tuple(error.absolute_schema_path), 4)
 
 
 # --- schema navigation ---------------------------------------------------------------------------

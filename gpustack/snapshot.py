@@ -237,7 +237,7 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
             continue
         value = taint.get("value")
         taints.append(SnapshotTaint(taint["key"], None if value in (None, "") else str(value), taint["effect"]))
-    info = status.get("nodeInfo") if isinstance(status.get("nodeInfo"), dict) else {}
+    info = raw_info if isinstance(raw_info := status.get("nodeInfo"), dict) else {}
     kubelet = info.get("kubeletVersion")
     return SnapshotNode(
         name=named[0],
@@ -254,7 +254,7 @@ def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> lis
     out = []
     for index, raw in enumerate(containers if isinstance(containers, list) else []):
         container = reader.mapping(raw, (*path, index), "a container") or {}
-        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        resources = raw_resources if isinstance(raw_resources := container.get("resources"), dict) else {}
         requests = dict(
             reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request")
         )

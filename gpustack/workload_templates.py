@@ -188,10 +188,10 @@ def render_workload_template(ctx: Context, workload: Workload, variables: dict[s
         document = parse_document(rendered, f"{path} (rendered)")
     except DiagnosticError as error:
         first = error.diagnostics[0] if error.diagnostics else None
-        line = f" line {first.span.start.line}" if first is not None and first.span is not None else ""
+        at_line = f" line {first.span.start.line}" if first is not None and first.span is not None else ""
         reason = first.message if first is not None else str(error)
         return fail(
-            f"{path} rendered text that is not valid YAML (rendered output{line}): {reason}",
+            f"{path} rendered text that is not valid YAML (rendered output{at_line}): {reason}",
             "render one YAML document; `{{ manifest | toyaml }}` starts from the object gpustack generates",
         )
     return _shaped(document.data, workload, forced, fail)
@@ -264,7 +264,7 @@ def rendered_pod_specs(obj: Object) -> list[tuple[str, Any]]:
                 found.append((f"spec.tasks[{index}].template.spec", template["spec"]))
         return found
     if kind == "JobSet" and str(obj.get("apiVersion", "")).startswith("jobset.x-k8s.io/"):
-        jobs = spec.get("replicatedJobs") if isinstance(spec.get("replicatedJobs"), list) else []
+        jobs = raw_jobs if isinstance(raw_jobs := spec.get("replicatedJobs"), list) else []
         found = []
         for index, job in enumerate(jobs):
             job_spec = _at(job, "template", "spec")
@@ -368,8 +368,8 @@ def _container_problems(ctx: Context, pool_name: str, label: str, container: dic
     advertised = {offer.resource for offer in ctx.offers.get(pool_name, ())}
     resources = container.get("resources")
     resources = resources if isinstance(resources, dict) else {}
-    requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
-    limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+    requests = raw_requests if isinstance(raw_requests := resources.get("requests"), dict) else {}
+    limits = raw_limits if isinstance(raw_limits := resources.get("limits"), dict) else {}
     for name in sorted({str(key) for key in (*requests, *limits)}):
         if name.startswith(RESOURCE_PREFIX) and name not in advertised:
             offered = ", ".join(sorted(advertised)) or "none"

@@ -37,7 +37,7 @@ MAX_COMPARED_BYTES = 16 * 1024 * 1024  # --check reads no file larger than this:
 FOREIGN_SHOWN = 5
 
 
-def _refuse(out_dir: Path | str, message: str, hint: str) -> DiagnosticError:
+def _refuse(out_dir: str | os.PathLike[str], message: str, hint: str) -> DiagnosticError:
     return DiagnosticError([Diagnostic("GS901", Severity.ERROR, f"{out_dir}: {message}", None, (), hint)])
 
 

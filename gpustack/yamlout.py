@@ -197,11 +197,11 @@ _LIBYAML_SIMPLE_KEY: Final = re.compile(r"[\x20-\x7e]{1,100}")
 
 def _c_dumper_class() -> type[Any] | None:
     try:
-        from yaml.cyaml import CEmitter as c_emitter  # only where PyYAML was built with libyaml
+        from yaml._yaml import CEmitter as c_emitter  # only where PyYAML was built with libyaml (as yaml.cyaml does)
     except ImportError:
         return None
 
-    class CDumper(c_emitter, yaml.representer.SafeRepresenter, yaml.resolver.Resolver):  # type: ignore[misc,valid-type]
+    class CDumper(c_emitter, yaml.representer.SafeRepresenter, yaml.resolver.Resolver):
         """libyaml's emitter, fed the nodes _PureDumper would build, with the same style decisions.
 
         Dicts, lists, tuples and strings (nearly every node of a manifest) are turned into nodes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import tomllib
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -26,6 +27,16 @@ def test_exactly_two_commands() -> None:
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert two_commands()[1] in ci.splitlines()
+
+
+def test_ci_type_checks_after_the_tests() -> None:
+    # mypy on a line of its own after README's command: the command stays verbatim, and under `set -e` a type
+    # error fails CI. The stubs it needs come with the test extra that command installs.
+    lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert "set -euo pipefail" in lines
+    assert lines.index("mypy") == lines.index(two_commands()[1]) + 1
+    test_extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert {"mypy", "types-PyYAML", "types-jsonschema"} <= {re.split(r"[<>=]", dep)[0] for dep in test_extra}
 
 
 def test_the_main_command_compiles_a_shipped_example(tmp_path: Path) -> None:

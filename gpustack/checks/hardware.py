@@ -79,7 +79,7 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
 
 def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
     mig = pool.sharing.mig
-    assert mig is not None
+    assert mig is not None and pool.gpu is not None  # check_mig_layouts calls this only for a known GPU model
     if len(mig.groups) == 1 and mig.groups[0].devices is None:
         return
     owner: dict[int, int] = {}

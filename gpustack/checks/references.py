@@ -125,21 +125,21 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
                 f"workload '{workload.name}' runs on pool '{workload.pool}', which is not defined",
                 _did_you_mean(workload.pool, pools),
             )
-        tenant = tenants.get(workload.tenant)
-        if tenant is None:
+        owning = tenants.get(workload.tenant)
+        if owning is None:
             yield ctx.error(
                 "GS205",
                 (*workload.path, "tenant"),
                 f"workload '{workload.name}' belongs to tenant '{workload.tenant}', which is not defined",
                 _did_you_mean(workload.tenant, tenants),
             )
-        elif workload.namespace is not None and workload.namespace not in tenant.namespaces:
+        elif workload.namespace is not None and workload.namespace not in owning.namespaces:
             yield ctx.error(
                 "GS205",
                 (*workload.path, "namespace"),
                 f"workload '{workload.name}' is in namespace '{workload.namespace}', "
-                f"which is not one of tenant '{tenant.name}''s namespaces",
-                f"use one of: {', '.join(tenant.namespaces)}",
+                f"which is not one of tenant '{owning.name}''s namespaces",
+                f"use one of: {', '.join(owning.namespaces)}",
             )
 
 

@@ -69,7 +69,8 @@ def command(
     result = validate_path(blueprint)
     if not result.ok or result.blueprint is None:
         _stop_invalid(result, output)
-    plan = compile_blueprint(result.blueprint, locate=document_locator(result.document) if result.document else None)
+    model = result.blueprint
+    plan = compile_blueprint(model, locate=document_locator(result.document) if result.document else None)
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
     diagnostics = list(result.diagnostics)
@@ -105,7 +106,7 @@ def command(
             click.echo(f"{out} is up to date")
             return
         if out is not None:
-            files = write_directory(plan, out, inputs=_inputs(result.file, result.blueprint))
+            files = write_directory(plan, out, inputs=_inputs(result.file, model))
             written = True
     except DiagnosticError as error:
         _stop_invalid(dataclasses.replace(result, diagnostics=error.diagnostics), output)

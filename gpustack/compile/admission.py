@@ -345,8 +345,8 @@ def gather_pool_facts(ctx: Context) -> PoolFacts:
             texts.setdefault(_identify_taint(taint), taint_text(taint))
     label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
     by_key: dict[str, list[tuple[str, str, str]]] = {}
-    for taint in texts:
-        by_key.setdefault(taint[0], []).append(taint)
+    for identity in texts:
+        by_key.setdefault(identity[0], []).append(identity)
     order = {pool.name: index for index, pool in reversed(list(enumerate(ctx.blueprint.pools)))}
     return PoolFacts(
         tuple(texts),
@@ -406,7 +406,9 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
     """What `tenant` may reach; None: a tenant the blueprint does not know, which is granted nothing."""
     facts = facts or gather_pool_facts(ctx)
     granted_names = {name for name in tenant.pools if name in facts.pool_order} if tenant is not None else set()
-    granted = [ctx.blueprint.pools[facts.pool_order[name]] for name in sorted(granted_names, key=facts.pool_order.get)]
+    granted = [
+        ctx.blueprint.pools[facts.pool_order[name]] for name in sorted(granted_names, key=facts.pool_order.__getitem__)
+    ]
     own = list(dict.fromkeys(_identify_taint(taint) for pool in granted for taint in pool.taints))
     own_set = set(own)
     # A taint one of its own pools carries stays tolerable, even if other pools carry it too (pools that share a

@@ -94,8 +94,8 @@ def _templates_after(moves: ObjectMoves, waves: list[tuple[str, list[NodeChange]
         first.setdefault(pool, index)
     placed: dict[int, list[int]] = {}
     for position, manifest in enumerate(moves.templates):
-        pool = workload_pool(manifest)
-        placed.setdefault(first.get(pool, -1) if pool is not None else -1, []).append(position)
+        target = workload_pool(manifest)
+        placed.setdefault(first.get(target, -1) if target is not None else -1, []).append(position)
     return placed
 
 

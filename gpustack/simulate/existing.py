@@ -76,7 +76,7 @@ def running_pods(
 ) -> list[tuple[Pod, int]]:
     """Every pod the snapshot shows bound to a node of the simulation and not finished, with its node index."""
     index = {node.name: i for i, node in enumerate(nodes)}
-    out = []
+    out: list[tuple[Pod, int]] = []
     for pod in snapshot.pods:
         if pod.holds_resources and pod.node_name in index:
             out.append((_running_pod(pod, classes, -len(snapshot.pods) + len(out)), index[pod.node_name]))

@@ -100,7 +100,7 @@ def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool)
         if candidates:
             return _best(shape, candidates, most_allocated), []
     rejections: list[Rejection] = []
-    candidates: list[_Candidate] = []
+    candidates = []
     by_node = shape.mentions_hostname
     for node_class in cluster.classes:
         if by_node:

@@ -188,8 +188,9 @@ def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _required(spec: Mapping[str, Any]) -> tuple[Term, ...] | None:
-    base: JsonPath = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-    required = _node_affinity(spec).get(base[-1])
+    field = "requiredDuringSchedulingIgnoredDuringExecution"
+    base: JsonPath = ("affinity", "nodeAffinity", field)
+    required = _node_affinity(spec).get(field)
     if required is None:
         return None
     selector = _mapping(required, base)
@@ -198,9 +199,10 @@ def _required(spec: Mapping[str, Any]) -> tuple[Term, ...] | None:
 
 
 def _preferred(spec: Mapping[str, Any]) -> tuple[tuple[int, Term], ...]:
-    base: JsonPath = ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+    field = "preferredDuringSchedulingIgnoredDuringExecution"
+    base: JsonPath = ("affinity", "nodeAffinity", field)
     out = []
-    for index, raw in enumerate(_list(_node_affinity(spec), base[-1], base[:-1])):
+    for index, raw in enumerate(_list(_node_affinity(spec), field, base[:-1])):
         path = (*base, index)
         item = _mapping(raw, path)
         weight = item.get("weight")

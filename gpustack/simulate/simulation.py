@@ -128,8 +128,8 @@ def simulate(
         if not members[0].volcano:
             group = allocate_group(cluster, spec, members, kube, version)
             placed += group.bound
-            for pod, text, why, refused in group.pending:
-                event = FAILED_SCHEDULING if refused else GROUP_INCOMPLETE
+            for pod, text, why, was_refused in group.pending:
+                event = FAILED_SCHEDULING if was_refused else GROUP_INCOMPLETE
                 pending.append(Pending(pod, event, text, why, gang_partial=True))
             if group.message is not None:
                 gangs.append((spec, group.message))

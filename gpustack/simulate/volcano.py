@@ -65,7 +65,9 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
         schedulable=len(bound),
         origin=origin,
     )
-    pending = [(pod, volcano_waiting(pod.namespace, pod.name, cluster.nodes[node].name), ()) for pod, node in bound]
+    pending: list[tuple[Pod, str, tuple[Rejection, ...]]] = [
+        (pod, volcano_waiting(pod.namespace, pod.name, cluster.nodes[node].name), ()) for pod, node in bound
+    ]
     if failed is not None:
         pending.append(failed)
     pending += [(pod, message, failed[2] if failed is not None else ()) for pod in pods[tried:]]

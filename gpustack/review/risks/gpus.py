@@ -189,7 +189,7 @@ def unit_memory_shrinks(before: Snapshot, after: Snapshot) -> list[Risk]:
         too_big = sorted_names(w for w, need in needs.items() if need is not None and need > new * GIB)
         details = tuple(
             f"{w}: needs {format_gib(need)} per unit, more than {format_gib(new * GIB)}"
-            if w in too_big
+            if w in too_big and need is not None
             else f"{w}: {'no memory need stated' if need is None else f'needs {format_gib(need)} per unit'}; "
             f"could use up to {format_gib(old * GIB)}"
             for w, need in needs.items()

@@ -46,7 +46,7 @@ def object_escapes_tenant(before: Snapshot, after: Snapshot) -> list[Risk]:
                 "cluster-admin rights) grants the tenant whatever this object does.",
                 "A tenant's workload objects belong in the tenant's own namespaces; remove the object or have the "
                 "cluster operator own it outside the tenant's templates.",
-                tenants=(owner,) if tenant is not None else (),
+                tenants=(owner,) if tenant is not None and owner is not None else (),
                 details=(f"{manifest.file}: {manifest.key}",),
             )
         )
