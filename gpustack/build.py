@@ -13,6 +13,9 @@ from gpustack.model import (
     DEFAULT_CHART_REPOSITORY,
     DEFAULT_CHART_VERSION,
     DEFAULT_DEVICE_PLUGIN_NAMESPACE,
+    DEFAULT_DRA_CHART_VERSION,
+    DEFAULT_DRA_DRIVER_ROOT,
+    DEFAULT_DRA_NAMESPACE,
     DEFAULT_HAMI_CHART_REPOSITORY,
     DEFAULT_HAMI_CHART_VERSION,
     DEFAULT_HAMI_NAMESPACE,
@@ -25,9 +28,11 @@ from gpustack.model import (
     DEFAULT_VOLCANO_NAMESPACE,
     DEFAULT_VOLCANO_QUEUE_WEIGHT,
     KUEUE_V1BETA2,
+    Allocation,
     Blueprint,
     DevicePlugin,
     DevicePluginFlags,
+    DraSettings,
     GpuNeed,
     GpuRef,
     HamiSettings,
@@ -75,6 +80,16 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         hami=_hami(spec.get("hami", {})),
         kueue=_kueue(spec.get("kueue", {})),
         volcano=_volcano(spec.get("volcano", {})),
+        dra=_dra(spec.get("dra", {})),
+    )
+
+
+def _dra(data: Data) -> DraSettings:
+    return DraSettings(
+        api_version=data.get("apiVersion"),
+        chart_version=data.get("chartVersion", DEFAULT_DRA_CHART_VERSION),
+        namespace=data.get("namespace", DEFAULT_DRA_NAMESPACE),
+        nvidia_driver_root=data.get("nvidiaDriverRoot", DEFAULT_DRA_DRIVER_ROOT),
     )
 
 
@@ -157,6 +172,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
         path=path,
+        allocation=Allocation(data.get("allocation", Allocation.DEVICE_PLUGIN)),
     )
 
 

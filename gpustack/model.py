@@ -33,6 +33,12 @@ DEFAULT_VOLCANO_NAMESPACE = "volcano-system"
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage version since v0.16
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 DEFAULT_VOLCANO_QUEUE_WEIGHT = 1
+# The NVIDIA DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1, 2026-06-30: the newest published
+# chart), an OCI chart on registry.k8s.io; the chart refuses the `default` namespace.
+DEFAULT_DRA_CHART_VERSION = "0.4.1"
+DRA_CHART_REPOSITORY = "oci://registry.k8s.io/dra-driver-nvidia/charts"
+DEFAULT_DRA_NAMESPACE = "nvidia-dra-driver-gpu"
+DEFAULT_DRA_DRIVER_ROOT = "/"
 
 
 class SharingStrategy(StrEnum):
@@ -41,6 +47,13 @@ class SharingStrategy(StrEnum):
     MPS = "mps"
     MIG = "mig"
     HAMI = "hami"
+
+
+class Allocation(StrEnum):
+    """How a pool's GPUs reach pods: extended resources from a device plugin, or DRA claims."""
+
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
 
 
 class MigStrategy(StrEnum):
@@ -130,6 +143,17 @@ class VolcanoSettings:
 
 
 @dataclass(frozen=True)
+class DraSettings:
+    """The NVIDIA DRA driver's Helm release and the resource.k8s.io version, for pools with allocation: dra."""
+
+    api_version: str | None = None  # None: resource.k8s.io/v1; an older one only as an explicit opt-in
+    chart_version: str = DEFAULT_DRA_CHART_VERSION
+    namespace: str = DEFAULT_DRA_NAMESPACE
+    nvidia_driver_root: str = DEFAULT_DRA_DRIVER_ROOT
+    path: JsonPath = ("spec", "dra")
+
+
+@dataclass(frozen=True)
 class Taint:
     key: str
     value: str | None
@@ -215,6 +239,7 @@ class NodePool:
     node_resources: NodeResources | None
     description: str | None
     path: JsonPath
+    allocation: Allocation = Allocation.DEVICE_PLUGIN
 
 
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
@@ -341,6 +366,7 @@ class Blueprint:
     hami: HamiSettings = field(default_factory=HamiSettings)
     kueue: KueueSettings = field(default_factory=KueueSettings)
     volcano: VolcanoSettings = field(default_factory=VolcanoSettings)
+    dra: DraSettings = field(default_factory=DraSettings)
 
     def template_text(self, path: str) -> str | None:
         return dict(self.templates).get(path)

@@ -21,6 +21,7 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "admission": "admission policies that keep tenants on their pools",
     "kueue": "Kueue queues and flavors",
     "volcano": "Volcano queues",
+    "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.dra import claim_devices, claim_template, is_dra
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
@@ -94,17 +95,21 @@ def workload_objects(
     namespace = ctx.namespace_of(workload)
     pod = pod_template(ctx, workload, pool, tenant, requests)
     queued = tenant is not None and tenant.scheduler is Scheduler.KUEUE
+    # A DRA pool's pods claim devices from a ResourceClaimTemplate, which goes before the workload.
+    template = claim_template(ctx, workload.name, namespace, pool.name, requests) if is_dra(pool) else None
+    claims = [template] if template is not None else []
     if workload.kind is WorkloadKind.DEPLOYMENT:
         services = [service(workload, namespace)] if workload.serve is not None else []
-        return [*services, queue_label(deployment(workload, namespace, pod), queued=queued)]
+        return [*claims, *services, queue_label(deployment(workload, namespace, pod), queued=queued)]
     if workload.kind is WorkloadKind.STATEFUL_SET:
         return [
+            *claims,
             service(workload, namespace, headless=True),
             queue_label(stateful_set(workload, namespace, pod), queued=queued),
         ]
     if workload.kind is WorkloadKind.JOB:
-        return [queue_label(batch_job(workload, namespace, pod), queued=queued)]
-    return [volcano_job(workload, namespace, pod, tenant)]
+        return [*claims, queue_label(batch_job(workload, namespace, pod), queued=queued)]
+    return [*claims, volcano_job(workload, namespace, pod, tenant)]
 
 
 def queue_label(obj: Object, *, queued: bool) -> Object:
@@ -296,6 +301,8 @@ def pod_template(
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
     spec["containers"] = [container(ctx, workload, pool, requests)]
+    if is_dra(pool):
+        claim_devices(spec, workload.name, requests)
     if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile import admission, device_plugin, hami, kueue, mig, nodes, tenants, topology, volcano
+from gpustack.compile import admission, device_plugin, dra, hami, kueue, mig, nodes, tenants, topology, volcano
 from gpustack.context import Context, Locate
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput, Manifest, Plan
@@ -24,6 +24,7 @@ FAMILIES: tuple[Family, ...] = (
     kueue.compile_kueue,
     volcano.compile_volcano,
     hami.compile_hami,
+    dra.compile_dra,
 )
 
 # Apply order: what others refer to comes first (namespaces before what lives in them,
@@ -35,12 +36,14 @@ KIND_RANK: dict[str, int] = {
     "ResourceQuota": 3,
     "LimitRange": 3,
     "Node": 4,
+    "DeviceClass": 4,
     "ValidatingAdmissionPolicy": 5,
     "ValidatingAdmissionPolicyBinding": 6,
     "ResourceFlavor": 7,
     "ClusterQueue": 8,
     "Queue": 8,
     "LocalQueue": 9,
+    "ResourceClaimTemplate": 9,
 }
 WORKLOAD_RANK = 10
 

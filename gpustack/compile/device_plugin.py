@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpustack.context import Context
-from gpustack.model import DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy
+from gpustack.model import Allocation, DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy
 from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
@@ -48,7 +48,12 @@ class NamedConfig:
 
 def served_pools(ctx: Context) -> list[NodePool]:
     """Pools the NVIDIA plugin runs on: every pool but HAMi's, whose own device plugin owns the GPUs there."""
-    return [pool for pool in ctx.blueprint.pools if pool.sharing.strategy is not SharingStrategy.HAMI]
+    # HAMi pools run HAMi's plugin and DRA pools the DRA driver: a second plugin there would hand out the same GPUs.
+    return [
+        pool
+        for pool in ctx.blueprint.pools
+        if pool.sharing.strategy is not SharingStrategy.HAMI and pool.allocation is Allocation.DEVICE_PLUGIN
+    ]
 
 
 def build_config(flags: DevicePluginFlags, pool: NodePool | None) -> Object:

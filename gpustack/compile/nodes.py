@@ -23,7 +23,7 @@ import shlex
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
-from gpustack.model import NodePool, SharingStrategy, Taint
+from gpustack.model import Allocation, NodePool, SharingStrategy, Taint
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
 
@@ -44,7 +44,7 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     if pool.sharing.strategy is SharingStrategy.HAMI:
         # What HAMi's device plugin selects its nodes by (hami.py); the NVIDIA plugin stays off these nodes.
         labels.update(HAMI_NODE_LABELS)
-    else:
+    elif pool.allocation is Allocation.DEVICE_PLUGIN:  # a DRA pool's GPUs are the DRA driver's: no plugin config
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_key(ctx, pool)
     mig = mig_config_label(ctx, pool)
     if mig is not None:
