@@ -45,6 +45,11 @@ CODES: dict[str, str] = {
     "GS405": "MPS without GPU Feature Discovery",
     "GS406": "a pool sets a label gpustack owns",
     "GS409": "HAMi pools with different HAMi settings",
+    "GS420": "a DRA pool with sharing the NVIDIA DRA driver cannot give to separate pods",
+    "GS421": "a node in a DRA pool and in a pool a device plugin serves",
+    "GS422": "DRA's resource.k8s.io API version is not served at the blueprint's Kubernetes version",
+    "GS423": "DRA through a beta resource.k8s.io API (explicit opt-in before Kubernetes 1.34)",
+    "GS424": "a DRA pool used through Kueue, Volcano or a VolcanoJob, which count extended resources",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
     "GS501": "a tenant quota above what the pool has",
     "GS502": "a quota on a resource the pool does not advertise",
