@@ -48,6 +48,11 @@ RESOURCES: dict[tuple[str, str], tuple[str, str, str]] = {
     ("batch/v1", "Job"): ("batch", "v1", "jobs"),
     ("batch/v1", "CronJob"): ("batch", "v1", "cronjobs"),
     ("batch.volcano.sh/v1alpha1", "Job"): ("batch.volcano.sh", "v1alpha1", "jobs"),
+    **{
+        (f"resource.k8s.io/{version}", kind): ("resource.k8s.io", version, resource)
+        for version in ("v1", "v1beta2", "v1beta1")
+        for kind, resource in (("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
+    },
 }
 POLICY_KEYS = frozenset({"failurePolicy", "matchConstraints", "matchConditions", "variables", "validations"})
 MATCH_KEYS = frozenset({"resourceRules", "namespaceSelector", "objectSelector", "matchPolicy"})
