@@ -22,6 +22,7 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "kueue": "Kueue queues and flavors",
     "volcano": "Volcano queues",
     "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
+    "dra-admission": "admission policies that keep tenants' DRA claims on their own pools' DeviceClasses",
 }
 
 

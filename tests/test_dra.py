@@ -284,7 +284,7 @@ def claim(ns: str, device_class: str, *, template: bool = False, api: str = V1, 
 
 def admission(tmp_path: Path) -> Admission:
     plan, _ = compile_text(tmp_path, example_text())
-    return Admission([m.obj for m in plan.objects if m.kind.startswith("ValidatingAdmissionPolicy")])
+    return Admission([m.obj for m in plan.by_family("dra-admission")])
 
 
 def review(admit: Admission, obj: dict[str, Any], ns: dict[str, Any]) -> Any:
@@ -381,3 +381,16 @@ def test_compile_output_is_deterministic(tmp_path: Path) -> None:
     second, _ = compile_text(tmp_path, example_text())
     assert [m.obj for m in first.objects] == [m.obj for m in second.objects]
     assert copy.deepcopy(first.releases) == second.releases
+
+
+def test_every_dra_policy_expression_is_evaluated(tmp_path: Path) -> None:
+    """The cases above, together, evaluate every expression of every DRA policy (none passes unexamined)."""
+    admit = admission(tmp_path)
+    requests = [
+        (claim("research", H100), namespace("research", "research")),
+        (claim("research", H100, template=True, adminAccess=False), namespace("research", "research")),
+        (claim("inference", H100), namespace("inference", "inference")),
+        (claim("sandbox", H100), namespace("sandbox")),
+    ]
+    evaluated = {f for obj, ns in requests for f in review(admit, obj, ns).evaluated}
+    assert admit.expressions() - evaluated == set()

@@ -30,6 +30,7 @@ from gpustack.offers import full_resource_name
 from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
 
 FAMILY = "dra"
+ADMISSION_FAMILY = "dra-admission"
 CLASSES_FILE = "dra/device-classes.yaml"
 POLICY_FILE = "admission/dra-claims.yaml"
 RELEASE_NAME = "nvidia-dra-driver-gpu"
@@ -70,7 +71,8 @@ def compile_dra(ctx: Context) -> FamilyOutput:
         file = f"tenants/{tenant.name}.yaml"
         output.objects.extend(Manifest("tenants", file, quota_object(tenant, ns, hard)) for ns in tenant.namespaces)
     if ctx.blueprint.kubernetes_minor >= ADMISSION_POLICY_MINOR:
-        output.objects.extend(Manifest("admission", POLICY_FILE, obj) for obj in admission_objects(ctx))
+        # A family of their own: admission.py's pod policies keep their invariants, and these theirs.
+        output.objects.extend(Manifest(ADMISSION_FAMILY, POLICY_FILE, obj) for obj in admission_objects(ctx))
     return output
 
 
