@@ -22,7 +22,7 @@ import yaml
 
 from gpustack.catalog import GpuModel
 from gpustack.context import Context
-from gpustack.model import Allocation, Blueprint, NodePool
+from gpustack.model import Allocation, Blueprint, NodePool, Workload
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.needs import Requests
 from gpustack.offers import Offer
@@ -220,3 +220,25 @@ def claim_devices(pod_spec: dict[str, Any], workload: str, requests: Requests) -
             if which in resources:
                 resources[which] = {k: v for k, v in resources[which].items() if k not in gpu}
         resources["claims"] = [{"name": REQUEST_NAME}]
+
+
+def claim_problems(ctx: Context, workload: Workload, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(problem, hint) for a rendered pod spec on a DRA pool that does not claim the workload's template: its pods
+    would get no GPU (or, asking `nvidia.com/*`, wait for a resource DRA nodes do not advertise)."""
+    pool = ctx.pools.get(workload.pool)
+    if pool is None or not is_dra(pool):
+        return []
+    claims = spec.get("resourceClaims")
+    names = (
+        [c.get("resourceClaimTemplateName") for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
+    )
+    if claim_template_name(workload.name) in names:
+        return []
+    return [
+        (
+            f"pod spec claims no devices from ResourceClaimTemplate {claim_template_name(workload.name)}, and pool "
+            f"'{pool.name}' hands out its GPUs only through DRA claims",
+            "keep the pod's claim: `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec and "
+            "`claims: [{name: gpu}]` in the container's resources",
+        )
+    ]

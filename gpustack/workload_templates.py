@@ -20,6 +20,7 @@ from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError
+from gpustack.dra import claim_problems
 from gpustack.load import parse_document
 from gpustack.model import Workload
 from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
@@ -90,6 +91,7 @@ def template_variables(ctx: Context, workload: Workload, requests: Requests, man
             "pool": workload.pool,
             "namespace": ctx.namespace_of(workload),
             "resources": {name: amount for name, amount in requests.items},
+            "resourceClaims": pod.get("resourceClaims", []),  # DRA pools: the pod's claim on its template
             "tolerations": pod.get("tolerations", []),
             "affinity": pod.get("affinity", {}),
             "labels": manifest["metadata"]["labels"],
@@ -389,6 +391,7 @@ def check_rendered(ctx: Context, workload: Workload, obj: Object) -> list[Diagno
         if not isinstance(spec, dict):
             continue
         problems = _toleration_problems(ctx, workload.pool, spec)
+        problems.extend(claim_problems(ctx, workload, spec))
         for label, container in _containers(spec):
             problems.extend(_container_problems(ctx, workload.pool, label, container))
         for message, hint in problems:

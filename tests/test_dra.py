@@ -394,3 +394,37 @@ def test_every_dra_policy_expression_is_evaluated(tmp_path: Path) -> None:
     ]
     evaluated = {f for obj, ns in requests for f in review(admit, obj, ns).evaluated}
     assert admit.expressions() - evaluated == set()
+
+
+# --- workload templates on DRA pools --------------------------------------------------------------------------------
+
+
+def with_template(text: str) -> str:
+    return text.replace(
+        "      image: research/pretrain:1.4.0\n",
+        "      image: research/pretrain:1.4.0\n      template: job.yaml.j2\n",
+    )
+
+
+def test_a_template_that_keeps_gpustacks_job_keeps_its_claim(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml.j2").write_text(
+        "{%- set _ = manifest.spec.update({'activeDeadlineSeconds': 600}) -%}\n{{ manifest | toyaml }}\n"
+    )
+    plan, _ = compile_text(tmp_path, with_template(example_text()))
+    job = plan.find("Job", "pretrain", "research")
+    assert job is not None and job.obj["spec"]["activeDeadlineSeconds"] == 600
+    assert job.obj["spec"]["template"]["spec"]["resourceClaims"] == [
+        {"name": "gpu", "resourceClaimTemplateName": "pretrain-gpu"}
+    ]
+
+
+def test_a_template_that_drops_the_claim_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml.j2").write_text(
+        "{%- set _ = manifest.spec.template.spec.pop('resourceClaims') -%}\n{{ manifest | toyaml }}\n"
+    )
+    path = tmp_path / "blueprint.yaml"
+    path.write_text(with_template(example_text()), encoding="utf-8")
+    found = [d for d in validate_path(path).diagnostics if d.code == "GS606"]
+    assert len(found) == 1
+    assert "claims no devices from ResourceClaimTemplate pretrain-gpu" in found[0].message
+    assert found[0].hint is not None and "resourceClaims" in found[0].hint
