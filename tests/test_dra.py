@@ -428,3 +428,46 @@ def test_a_template_that_drops_the_claim_is_refused(tmp_path: Path) -> None:
     assert len(found) == 1
     assert "claims no devices from ResourceClaimTemplate pretrain-gpu" in found[0].message
     assert found[0].hint is not None and "resourceClaims" in found[0].hint
+
+
+# --- simulate --------------------------------------------------------------------------------------------------------
+
+
+def simulate_json(tmp_path: Path, text: str) -> dict[str, Any]:
+    import json
+
+    from click.testing import CliRunner
+
+    from gpustack.cli import group
+
+    path = tmp_path / "blueprint.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(group, ["simulate", str(path), "--output", "json"])
+    data: dict[str, Any] = json.loads(result.output)
+    return data
+
+
+def test_simulate_counts_claimed_devices_per_node_and_against_the_device_quota(tmp_path: Path) -> None:
+    data = simulate_json(tmp_path, example_text())
+    assert data["pending"] == []
+    pools = {p["name"]: {r["resource"]: r for r in p["resources"]} for p in data["pools"]}
+    devices = pools["a100-mig"]["claim:mig-3g.40gb.a100-mig.gpustack.io"]
+    assert (devices["allocatable"], devices["requested"]) == ("16", "4")
+    assert not [r for r in pools["h100-train"] if r.startswith("nvidia.com/")], "a DRA node advertises no nvidia.com/*"
+    quota = next(q for q in data["quotas"] if q["namespace"] == "inference" and q["quota"] == "gpustack-dra-devices")
+    used = {r["resource"]: (r["used"], r["hard"]) for r in quota["resources"]}
+    assert used["mig-3g.40gb.a100-mig.gpustack.io.deviceclass.resource.k8s.io/devices"] == ("4", "16")
+
+
+def test_simulate_refuses_claims_beyond_the_pools_devices_in_the_schedulers_words(tmp_path: Path) -> None:
+    text = example_text("1.35").replace(
+        "      replicas: 4\n      image: inference/embedder", "      replicas: 17\n      image: inference/embedder"
+    )
+    text = text.replace("a100-mig: {mig-3g.40gb: 16}", "a100-mig: {mig-3g.40gb: 32}")
+    data = simulate_json(tmp_path, text)
+    [pending] = data["pending"]
+    assert pending["pod"] == "embedder-16"
+    assert pending["message"] == (
+        "0/5 nodes are available: 1 cannot allocate all claims, 4 node(s) had untolerated taint(s). "
+        "still not schedulable, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+    )
