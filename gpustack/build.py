@@ -1,6 +1,7 @@
 """Shape-checked blueprint data -> typed `Blueprint`, with gpustack's defaults applied.
 
-Runs only on data the JSON Schema accepted, so it trusts types and required fields.
+Runs only on data the JSON Schema accepted, so it trusts types and required fields. Every default is the schema's
+`default` for the field (`gpustack.defaults`): none is written here.
 """
 
 from __future__ import annotations
@@ -8,38 +9,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpustack import defaults as d
+from gpustack.defaults import value_or_default as get
 from gpustack.diagnostic import JsonPath
 from gpustack.model import (
-    DEFAULT_CHART_REPOSITORY,
-    DEFAULT_CHART_VERSION,
-    DEFAULT_DEVICE_PLUGIN_NAMESPACE,
-    DEFAULT_DRA_CHART_VERSION,
-    DEFAULT_DRA_DRIVER_ROOT,
-    DEFAULT_DRA_NAMESPACE,
-    DEFAULT_HAMI_CHART_REPOSITORY,
-    DEFAULT_HAMI_CHART_VERSION,
-    DEFAULT_HAMI_NAMESPACE,
-    DEFAULT_HAMI_SCHEDULER,
-    DEFAULT_KUEUE_CHART_VERSION,
-    DEFAULT_KUEUE_NAMESPACE,
-    DEFAULT_MIG_CONFIGMAP,
-    DEFAULT_MIG_NAMESPACE,
-    DEFAULT_VOLCANO_CHART_VERSION,
-    DEFAULT_VOLCANO_NAMESPACE,
-    DEFAULT_VOLCANO_QUEUE_WEIGHT,
-    KUEUE_V1BETA2,
     Allocation,
     Blueprint,
     DevicePlugin,
     DevicePluginFlags,
     DraSettings,
     GpuNeed,
+    GpuOperator,
     GpuRef,
     HamiSettings,
     HamiSharing,
     KueueCohort,
     KueueSettings,
     KueueTenant,
+    LabelRequirement,
     MigGroup,
     MigManager,
     MigSharing,
@@ -47,12 +34,14 @@ from gpustack.model import (
     Nccl,
     NodePool,
     NodeResources,
+    NodeSelector,
     Preference,
     Replication,
     Scheduler,
     Serve,
     Sharing,
     SharingStrategy,
+    Stack,
     Taint,
     Tenant,
     Topology,
@@ -74,47 +63,60 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         device_plugin=_device_plugin(spec.get("devicePlugin", {})),
         mig_manager=_mig_manager(spec.get("migManager", {})),
         pools=tuple(_pool(p, ("spec", "nodePools", i)) for i, p in enumerate(spec["nodePools"])),
-        tenants=tuple(_tenant(t, ("spec", "tenants", i)) for i, t in enumerate(spec.get("tenants", []))),
-        workloads=tuple(_workload(w, ("spec", "workloads", i)) for i, w in enumerate(spec.get("workloads", []))),
+        tenants=tuple(_tenant(t, ("spec", "tenants", i)) for i, t in enumerate(get(spec, d.SPEC, "tenants"))),
+        workloads=tuple(_workload(w, ("spec", "workloads", i)) for i, w in enumerate(get(spec, d.SPEC, "workloads"))),
         source=source,
         hami=_hami(spec.get("hami", {})),
         kueue=_kueue(spec.get("kueue", {})),
         volcano=_volcano(spec.get("volcano", {})),
         dra=_dra(spec.get("dra", {})),
+        stack=Stack(get(spec, d.SPEC, "stack")),
+        gpu_operator=_gpu_operator(spec.get("gpuOperator", {})),
     )
 
 
 def _dra(data: Data) -> DraSettings:
     return DraSettings(
         api_version=data.get("apiVersion"),
-        chart_version=data.get("chartVersion", DEFAULT_DRA_CHART_VERSION),
-        namespace=data.get("namespace", DEFAULT_DRA_NAMESPACE),
-        nvidia_driver_root=data.get("nvidiaDriverRoot", DEFAULT_DRA_DRIVER_ROOT),
+        chart_version=get(data, d.DRA, "chartVersion"),
+        namespace=get(data, d.DRA, "namespace"),
+        nvidia_driver_root=get(data, d.DRA, "nvidiaDriverRoot"),
+    )
+
+
+def _gpu_operator(data: Data) -> GpuOperator:
+    return GpuOperator(
+        chart_version=get(data, d.GPU_OPERATOR, "chartVersion"),
+        repository=get(data, d.GPU_OPERATOR, "repository"),
+        namespace=get(data, d.GPU_OPERATOR, "namespace"),
+        driver=get(data, d.GPU_OPERATOR, "driver"),
+        toolkit=get(data, d.GPU_OPERATOR, "toolkit"),
+        nfd=get(data, d.GPU_OPERATOR, "nfd"),
     )
 
 
 def _kueue(data: Data) -> KueueSettings:
     return KueueSettings(
-        api_version=data.get("apiVersion", KUEUE_V1BETA2),
-        chart_version=data.get("chartVersion", DEFAULT_KUEUE_CHART_VERSION),
-        namespace=data.get("namespace", DEFAULT_KUEUE_NAMESPACE),
+        api_version=get(data, d.KUEUE, "apiVersion"),
+        chart_version=get(data, d.KUEUE, "chartVersion"),
+        namespace=get(data, d.KUEUE, "namespace"),
     )
 
 
 def _volcano(data: Data) -> VolcanoSettings:
     return VolcanoSettings(
-        binpack=data.get("binpack", False),
-        chart_version=data.get("chartVersion", DEFAULT_VOLCANO_CHART_VERSION),
-        namespace=data.get("namespace", DEFAULT_VOLCANO_NAMESPACE),
+        binpack=get(data, d.VOLCANO, "binpack"),
+        chart_version=get(data, d.VOLCANO, "chartVersion"),
+        namespace=get(data, d.VOLCANO, "namespace"),
     )
 
 
 def _hami(data: Data) -> HamiSettings:
     return HamiSettings(
-        chart_version=data.get("chartVersion", DEFAULT_HAMI_CHART_VERSION),
-        repository=data.get("repository", DEFAULT_HAMI_CHART_REPOSITORY),
-        namespace=data.get("namespace", DEFAULT_HAMI_NAMESPACE),
-        scheduler_name=data.get("schedulerName", DEFAULT_HAMI_SCHEDULER),
+        chart_version=get(data, d.HAMI_RELEASE, "chartVersion"),
+        repository=get(data, d.HAMI_RELEASE, "repository"),
+        namespace=get(data, d.HAMI_RELEASE, "namespace"),
+        scheduler_name=get(data, d.HAMI_RELEASE, "schedulerName"),
     )
 
 
@@ -131,18 +133,18 @@ def _flags(data: Data) -> DevicePluginFlags:
 
 def _device_plugin(data: Data) -> DevicePlugin:
     return DevicePlugin(
-        chart_version=data.get("chartVersion", DEFAULT_CHART_VERSION),
-        repository=data.get("repository", DEFAULT_CHART_REPOSITORY),
-        namespace=data.get("namespace", DEFAULT_DEVICE_PLUGIN_NAMESPACE),
-        gfd=data.get("gfd", True),
+        chart_version=get(data, d.DEVICE_PLUGIN, "chartVersion"),
+        repository=get(data, d.DEVICE_PLUGIN, "repository"),
+        namespace=get(data, d.DEVICE_PLUGIN, "namespace"),
+        gfd=get(data, d.DEVICE_PLUGIN, "gfd"),
         flags=_flags(data.get("flags", {})),
     )
 
 
 def _mig_manager(data: Data) -> MigManager:
     return MigManager(
-        namespace=data.get("namespace", DEFAULT_MIG_NAMESPACE),
-        config_map=data.get("configMap", DEFAULT_MIG_CONFIGMAP),
+        namespace=get(data, d.MIG_MANAGER, "namespace"),
+        config_map=get(data, d.MIG_MANAGER, "configMap"),
     )
 
 
@@ -155,24 +157,43 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
     topology = data.get("topology")
     return NodePool(
         name=data["name"],
-        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu")),
-        nodes=tuple(data["nodes"]),
+        gpu=GpuRef(model=data["gpu"]["model"], count=data["gpu"]["count"], path=(*path, "gpu"))
+        if "gpu" in data
+        else None,
+        nodes=tuple(data.get("nodes", ())),
         labels=_pairs(data.get("labels")),
         taints=tuple(
             Taint(t["key"], t.get("value"), t["effect"], (*path, "taints", i))
             for i, t in enumerate(data.get("taints", []))
         ),
-        sharing=_sharing(data.get("sharing", {"strategy": "none"}), (*path, "sharing")),
+        sharing=_sharing(get(data, d.NODE_POOL, "sharing"), (*path, "sharing")),
         topology=None
         if topology is None
-        else Topology(topology["policy"], topology.get("scope", "container"), (*path, "topology")),
+        else Topology(topology["policy"], get(topology, d.TOPOLOGY, "scope"), (*path, "topology")),
         flags=_flags(data.get("devicePlugin", {}).get("flags", {})),
         node_resources=None
         if resources is None
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
         path=path,
-        allocation=Allocation(data.get("allocation", Allocation.DEVICE_PLUGIN)),
+        allocation=Allocation(get(data, d.NODE_POOL, "allocation")),
+        max_pods=data.get("maxPods"),
+        cordoned=tuple(data.get("cordoned", ())),
+        selector=None if "selector" not in data else _selector(data["selector"], (*path, "selector")),
+        count=data.get("count"),
+        min_nodes=data.get("minNodes"),
+        max_nodes=data.get("maxNodes"),
+    )
+
+
+def _selector(data: Data, path: JsonPath) -> NodeSelector:
+    return NodeSelector(
+        match_labels=_pairs(data.get("matchLabels")),
+        match_expressions=tuple(
+            LabelRequirement(e["key"], e["operator"], tuple(e.get("values", ())))
+            for e in data.get("matchExpressions", [])
+        ),
+        path=path,
     )
 
 
@@ -188,8 +209,8 @@ def _sharing(data: Data, path: JsonPath) -> Sharing:
         block = data[key]
         replication = Replication(
             replicas=block["replicas"],
-            rename_by_default=block.get("renameByDefault", False),
-            fail_requests_greater_than_one=block.get("failRequestsGreaterThanOne", True),
+            rename_by_default=get(block, d.REPLICATED_SHARING, "renameByDefault"),
+            fail_requests_greater_than_one=get(block, d.REPLICATED_SHARING, "failRequestsGreaterThanOne"),
             path=(*path, key),
         )
     # A mig block beside MPS is kept so the MPS-with-MIG check can name it.
@@ -198,9 +219,9 @@ def _sharing(data: Data, path: JsonPath) -> Sharing:
     if strategy is SharingStrategy.HAMI:
         block = data.get("hami", {})
         hami = HamiSharing(
-            split_count=block.get("splitCount", 10),
-            memory_scaling=float(block.get("memoryScaling", 1.0)),
-            core_scaling=float(block.get("coreScaling", 1.0)),
+            split_count=get(block, d.HAMI_SHARING, "splitCount"),
+            memory_scaling=float(get(block, d.HAMI_SHARING, "memoryScaling")),
+            core_scaling=float(get(block, d.HAMI_SHARING, "coreScaling")),
             path=(*path, "hami"),
         )
     return Sharing(strategy=strategy, replication=replication, mig=mig, hami=hami, path=path)
@@ -228,16 +249,16 @@ def _tenant(data: Data, path: JsonPath) -> Tenant:
         name=data["name"],
         namespaces=tuple(data["namespaces"]),
         pools=tuple(data["pools"]),
-        priority=data.get("priority", "normal"),
-        scheduler=Scheduler(data.get("scheduler", "default")),
+        priority=get(data, d.TENANT, "priority"),
+        scheduler=Scheduler(get(data, d.TENANT, "scheduler")),
         quota=_amounts(data.get("quota")),
         path=path,
         kueue=None if kueue is None else _kueue_tenant(kueue, (*path, "kueue")),
         volcano=None
         if volcano is None
         else VolcanoTenant(
-            weight=volcano.get("weight", DEFAULT_VOLCANO_QUEUE_WEIGHT),
-            reclaimable=volcano.get("reclaimable", True),
+            weight=get(volcano, d.TENANT_VOLCANO, "weight"),
+            reclaimable=get(volcano, d.TENANT_VOLCANO, "reclaimable"),
             path=(*path, "volcano"),
         ),
     )
@@ -270,14 +291,14 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         pool=data["pool"],
         kind=kind,
         namespace=data.get("namespace"),
-        replicas=data.get("replicas", 1),
-        workers=data.get("workers") if kind is WorkloadKind.VOLCANO_JOB else None,
+        replicas=get(data, d.WORKLOAD, "replicas"),
+        workers=data.get("workers") if kind in (WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET) else None,
         image=data["image"],
         command=tuple(data.get("command", ())),
         args=tuple(data.get("args", ())),
         env=_pairs(data.get("env")),
         gpu=GpuNeed(
-            count=gpu.get("count", 1),
+            count=get(gpu, d.WORKLOAD_GPU, "count"),
             profile=gpu.get("profile"),
             memory=gpu.get("memory"),
             path=(*path, "gpu"),
@@ -287,11 +308,12 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         memory=resources.get("memory"),
         serve=None
         if serve is None
-        else Serve(serve["port"], serve.get("path", "/health"), serve.get("startupSeconds", 600)),
+        else Serve(serve["port"], get(serve, d.SERVE, "path"), get(serve, d.SERVE, "startupSeconds")),
         prefer=tuple(Preference(p["weight"], _pairs(p["labels"])) for p in data.get("prefer", [])),
         nccl=None
         if nccl is None
         else Nccl(nccl.get("socketIfname"), nccl.get("ibDisable"), nccl.get("debug"), nccl.get("p2pLevel")),
         template=data.get("template"),
         path=path,
+        size=data.get("size") if kind is WorkloadKind.LEADER_WORKER_SET else None,
     )

@@ -1,21 +1,22 @@
 """`gpustack capacity`: what each pool can give, and what each tenant may take and asks for.
 
-Pure: a Context in, a `Capacity` out; the command prints it as text or JSON and may draw an SVG.
-Every unit comes from `gpustack.offers`, so capacity, checks, compile and simulate agree on names.
+Pure: a Context in, a `Capacity` out; the command prints it as text or JSON and may draw an SVG, and `gpustack diff`
+compares the `Capacity` of both versions. Every unit comes from `gpustack.offers`, every demand, quota ceiling and
+memory oversubscription from the Context, so capacity, checks, compile, review and simulate agree.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from gpustack.context import Context
+from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
-from gpustack.offers import Isolation, Offer, full_resource_name
-from gpustack.quantity import GIB, format_gib, parse_quantity
-from gpustack.quota import quota_ceiling
+from gpustack.offers import Isolation, Offer, full_resource_name, offer_for
+from gpustack.quantity import format_gib
+from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
 ISOLATION_WORDS = {
@@ -38,6 +39,7 @@ class Unit:
     compute: Decimal | None  # share of one GPU's compute a unit gets (time-slicing: a turn, not a guarantee)
     isolation: Isolation
     profile: str | None
+    shared_by: int  # how many units share one physical GPU (or MIG slice)
     demand: int  # units the blueprint's workload templates request when all their pods run
 
 
@@ -48,7 +50,9 @@ class PoolCapacity:
     nodes: int
     gpus_per_node: int
     sharing: str
+    sharing_setting: str  # the strategy with its setting: 'time-slicing x4', 'mig single'
     units: tuple[Unit, ...]
+    selection: str | None = None  # a selector pool: how its nodes are found, and its autoscaling range
 
     @property
     def physical_gpus(self) -> int:
@@ -88,6 +92,7 @@ class Grant:
 class TenantCapacity:
     name: str
     scheduler: str
+    pools: tuple[str, ...]  # the pools the tenant may use
     grants: tuple[Grant, ...]
 
 
@@ -100,27 +105,13 @@ class Capacity:
 
 
 def measure_capacity(context: Context) -> Capacity:
-    demand = _demand(context)
-    pools = tuple(_pool(context, pool, demand) for pool in context.blueprint.pools)
+    pools = tuple(pool_capacity(context, pool) for pool in context.blueprint.pools)
     by_pool = {p.name: p for p in pools}
     tenants = tuple(
-        TenantCapacity(tenant.name, str(tenant.scheduler), tuple(_grants(context, tenant.name, by_pool, demand)))
+        TenantCapacity(tenant.name, str(tenant.scheduler), tenant.pools, tuple(_grants(context, tenant.name, by_pool)))
         for tenant in context.blueprint.tenants
     )
-    return Capacity(context.blueprint.name, pools, tenants, tuple(_warnings(context)))
-
-
-def _demand(context: Context) -> dict[tuple[str, str, str], int]:
-    """(tenant, pool, resource) -> units the templates request with every pod running."""
-    out: dict[tuple[str, str, str], int] = {}
-    for workload in context.blueprint.workloads:
-        requests = context.requests.get(workload.name)
-        if requests is None:
-            continue
-        for resource, amount in requests.items:
-            key = (workload.tenant, workload.pool, resource)
-            out[key] = out.get(key, 0) + amount * workload.pods
-    return out
+    return Capacity(context.blueprint.name, pools, tenants, tuple([*_warnings(context), *_gang_warnings(context)]))
 
 
 def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | None:
@@ -133,9 +124,14 @@ def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | 
     return Decimal(1) / offer.shared_by
 
 
-def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], int]) -> PoolCapacity:
+def pool_capacity(context: Context, pool: NodePool) -> PoolCapacity:
     model = context.models.get(pool.name)
-    nodes = len(pool.nodes)
+    nodes = pool.node_count
+    demand: dict[str, int] = {}
+    for by_tenant in context.demand.values():
+        for (pool_name, resource), amount in by_tenant.items():
+            if pool_name == pool.name:
+                demand[resource] = demand.get(resource, 0) + amount
     units = tuple(
         Unit(
             resource=offer.resource,
@@ -145,19 +141,42 @@ def _pool(context: Context, pool: NodePool, demand: dict[tuple[str, str, str], i
             compute=_compute_share(context, pool, offer),
             isolation=offer.isolation,
             profile=offer.profile,
-            demand=sum(n for (_, p, r), n in demand.items() if p == pool.name and r == offer.resource),
+            shared_by=offer.shared_by,
+            demand=demand.get(offer.resource, 0),
         )
         for offer in context.offers.get(pool.name, ())
     )
     return PoolCapacity(
-        pool.name, model.key if model else None, nodes, pool.gpu.count, str(pool.sharing.strategy), units
+        pool.name,
+        model.key if model else None,
+        nodes,
+        pool.gpus_per_node,
+        str(pool.sharing.strategy),
+        _sharing_setting(pool),
+        units,
+        _selection(pool),
     )
 
 
-def _grants(
-    context: Context, tenant_name: str, pools: dict[str, PoolCapacity], demand: dict[tuple[str, str, str], int]
-) -> list[Grant]:
+def _sharing_setting(pool: NodePool) -> str:
+    sharing = pool.sharing
+    if sharing.replication is not None:
+        return f"{sharing.strategy} x{sharing.replication.replicas}"
+    if sharing.mig is not None and sharing.strategy is SharingStrategy.MIG:
+        return f"mig {sharing.mig.strategy}"
+    return str(sharing.strategy)
+
+
+def _selection(pool: NodePool) -> str | None:
+    if pool.selector is None:
+        return None
+    scaled = f", {pool.guaranteed_nodes} to {pool.node_count} nodes (counted at the most)" if pool.count is None else ""
+    return f"nodes selected by {describe_selection(pool)}{scaled}"
+
+
+def _grants(context: Context, tenant_name: str, pools: dict[str, PoolCapacity]) -> list[Grant]:
     tenant = context.tenants[tenant_name]
+    demand = context.demand.get(tenant_name, {})
     grants = []
     for pool_name in tenant.pools:
         pool = pools.get(pool_name)
@@ -165,9 +184,9 @@ def _grants(
             continue
         quota = {full_resource_name(k): v for k, v in tenant.quota_for(pool_name).items()}
         for unit in pool.units:
-            wanted = demand.get((tenant_name, pool_name, unit.resource), 0)
+            wanted = demand.get((pool_name, unit.resource), 0)
             limit = quota.get(unit.resource)  # a ResourceQuota limits only the resources it names
-            ceiling = None if limit is None else quota_ceiling(context, tenant, pool_name, unit.resource, limit)
+            ceiling = None if limit is None else context.quota_ceiling(tenant, pool_name, unit.resource, limit)
             grants.append(
                 Grant(pool_name, unit.resource, limit, unit.total, wanted, ceiling if ceiling != limit else None)
             )
@@ -190,7 +209,7 @@ def _warnings(context: Context) -> list[tuple[str, str]]:
                     f"{replication.replicas * model.memory_gib} GiB; the last to allocate fails out of memory",
                 )
             )
-            out += _workload_warnings(context, pool, replication.replicas, Decimal(model.memory_gib) * GIB)
+            out += _oversubscription_warnings(context, pool)
         hami = pool.sharing.hami
         if pool.sharing.strategy is SharingStrategy.HAMI and hami is not None and hami.memory_scaling > 1:
             out.append(
@@ -203,20 +222,61 @@ def _warnings(context: Context) -> list[tuple[str, str]]:
     return out
 
 
-def _workload_warnings(context: Context, pool: NodePool, replicas: int, gpu_memory: Decimal) -> list[tuple[str, str]]:
+def _oversubscription_warnings(context: Context, pool: NodePool) -> list[tuple[str, str]]:
+    """GS404's fact, worded for the report."""
+    return [
+        (
+            pool.name,
+            f"workload '{fact.workload.name}' needs {format_gib(fact.need)}: {fact.replicas} of its pods on one GPU "
+            f"ask for {format_gib(fact.total)} of {format_gib(fact.gpu_memory)}",
+        )
+        for fact in context.oversubscriptions
+        if fact.pool.name == pool.name
+    ]
+
+
+def _gang_warnings(context: Context) -> list[tuple[str, str]]:
+    """Gangs (a VolcanoJob's or JobSet's pods, one LeaderWorkerSet group) start all their pods or none: one the pool
+    or the tenant's quota cannot hold whole never starts, however idle the GPUs are."""
     out = []
     for workload in context.blueprint.workloads:
-        if workload.pool != pool.name or workload.gpu.memory is None:
+        requests = context.requests.get(workload.name)
+        pool = context.pools.get(workload.pool)
+        if workload.gang is None or requests is None or pool is None:
             continue
-        need = parse_quantity(workload.gpu.memory)
-        if need * replicas > gpu_memory:
+        resource = requests.gpu_resource
+        amount = dict(requests.items)[resource]
+        offer = offer_for(context.offers.get(pool.name, ()), resource)
+        if offer is None or amount <= 0:
+            continue
+        # A pod cannot span nodes: each node holds whole pods only.
+        room = offer.per_node // amount * len(pool.nodes)
+        if workload.gang > room:
             out.append(
                 (
                     pool.name,
-                    f"workload '{workload.name}' needs {format_gib(need)}: {replicas} of its pods on one GPU "
-                    f"ask for {format_gib(need * replicas)} of {format_gib(gpu_memory)}",
+                    f"workload '{workload.name}' starts {workload.gang} pods together (all or none), each asking "
+                    f"{amount} {resource}; pool '{pool.name}' holds at most {room} such pods at once, so it never "
+                    "starts",
                 )
             )
+        tenant = context.tenants.get(workload.tenant)
+        limit = (
+            {full_resource_name(k): v for k, v in tenant.quota_for(pool.name).items()}.get(resource)
+            if tenant is not None
+            else None
+        )
+        if tenant is not None and limit is not None:
+            ceiling = context.quota_ceiling(tenant, pool.name, resource, limit)
+            if workload.gang * amount > ceiling:
+                out.append(
+                    (
+                        pool.name,
+                        f"workload '{workload.name}' starts {workload.gang} pods together (all or none), "
+                        f"{workload.gang * amount} {resource} in all; tenant '{tenant.name}' may hold at most "
+                        f"{ceiling}, so it is never admitted whole",
+                    )
+                )
     return out
 
 
@@ -239,6 +299,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                 "name": pool.name,
                 "model": pool.model,
                 "nodes": pool.nodes,
+                "selection": pool.selection,
                 "gpusPerNode": pool.gpus_per_node,
                 "physicalGpus": pool.physical_gpus,
                 "sharing": pool.sharing,
@@ -283,44 +344,8 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
 
 
 def format_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dump_document("CapacityReport", data)
 
 
 def format_text(data: dict[str, Any]) -> str:
     return package_template("capacity-report.txt.j2").render(report=data)
-
-
-BAR_WIDTH = 420  # pixels for the longest bar of a row
-
-
-def render_chart(data: dict[str, Any]) -> str:
-    """A deterministic SVG: per pool resource, units vs template demand; per tenant grant, quota vs demand."""
-    rows: list[dict[str, Any]] = []
-    for pool in data["pools"]:
-        for unit in pool["units"]:
-            rows.append(_row(f"{pool['name']}: {unit['resource']}", "pool", unit["total"], None, unit["demand"]))
-    for tenant in data["tenants"]:
-        for grant in tenant["grants"]:
-            label = f"{tenant['name']} on {grant['pool']}: {grant['resource']}"
-            limit = grant["withBorrowing"] if grant["withBorrowing"] is not None else grant["quota"]
-            rows.append(_row(label, "tenant", grant["capacity"], limit, grant["demand"]))
-    return package_template("capacity-chart.svg.j2").render(title=data["blueprint"], rows=rows)
-
-
-def _row(label: str, kind: str, capacity: int, quota: int | None, demand: int) -> dict[str, Any]:
-    top = max(capacity, quota or 0, demand, 1)
-
-    def width(value: int | None) -> int:
-        return 0 if value is None else round(BAR_WIDTH * value / top)
-
-    return {
-        "label": label,
-        "kind": kind,
-        "capacity": capacity,
-        "quota": quota,
-        "demand": demand,
-        "capacity_width": width(capacity),
-        "quota_width": width(quota),
-        "demand_width": width(demand),
-        "over": demand > (quota if quota is not None else capacity),
-    }

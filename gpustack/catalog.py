@@ -143,6 +143,7 @@ class Catalog:
     _exact: Mapping[str, GpuModel] = field(init=False, repr=False, compare=False, hash=False)
     _folded: Mapping[str, GpuModel] = field(init=False, repr=False, compare=False, hash=False)
     _vgpu_bases: Mapping[str, GpuModel] = field(init=False, repr=False, compare=False, hash=False)
+    _cloud: Mapping[str, GpuModel] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         exact: dict[str, GpuModel] = {}
@@ -157,9 +158,22 @@ class Catalog:
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_folded", folded)
         object.__setattr__(self, "_vgpu_bases", vgpu_bases)
+        # Cloud accelerator names (GKE's cloud.google.com/gke-accelerator values) are what people type. Matched
+        # exactly, as GKE spells them: NVIDIA-H200-141GB is a fabricated product label, not nvidia-h200-141gb.
+        cloud: dict[str, GpuModel] = {}
+        for model in self.models.values():
+            for name in model.gke_accelerators:
+                other = cloud.setdefault(name, model)
+                if other is not model or folded.get(name.casefold(), model) is not model:
+                    raise ValueError(f"catalog: cloud name {name!r} names two models")
+        object.__setattr__(self, "_cloud", cloud)
 
     def resolve(self, name: str) -> GpuModel | None:
-        """The model a catalog key or a `nvidia.com/gpu.product` value (as nodes carry it) names, or None."""
+        """The model a catalog key, a `nvidia.com/gpu.product` value (as nodes carry it) or a cloud
+        accelerator name (GKE's `nvidia-tesla-t4`) names, or None."""
+        cloud = self._cloud.get(name.strip())
+        if cloud is not None:
+            return cloud
         for candidate in _label_forms(name.strip()):
             model = self._lookup(candidate)
             if model is not None:
@@ -171,8 +185,14 @@ class Catalog:
         return None
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
-        """Did-you-mean: the closest key or product label of up to `limit` models, best first."""
+        """Did-you-mean: every model whose key starts with the name's words (`A100`: all four A100s),
+        else the closest key or product label of up to `limit` models, best first."""
         query = _words(_strip_gfd_suffixes(name.strip()))
+        if not query:
+            return []
+        family = sorted(m.key for m in self.models.values() if _words(m.key)[: len(query)] == query)
+        if family:
+            return family
         best: dict[str, tuple[float, str]] = {}
         # Only names worth writing down: keys and the labels current drivers write, not legacy or vGPU ones.
         names = ((name, model) for model in self.models.values() for name in (model.key, model.product_label))
@@ -182,6 +202,18 @@ class Catalog:
                 best[model.key] = (score, candidate)
         ranked = sorted(best.values(), key=lambda item: (-item[0], item[1]))
         return [candidate for _, candidate in ranked[:limit]]
+
+    def search(self, text: str) -> list[GpuModel]:
+        """Models whose key, product labels or cloud accelerator names contain `text`, ignoring case."""
+        needle = text.strip().casefold()
+        return sorted(
+            (
+                m
+                for m in self.models.values()
+                if any(needle in name.casefold() for name in (m.key, *m.product_labels, *m.gke_accelerators))
+            ),
+            key=lambda m: m.key,
+        )
 
     def _lookup(self, name: str) -> GpuModel | None:
         return self._exact.get(name) or self._folded.get(name.casefold())

@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("gpustack.commands.simulate", "Place every workload's pods as kube-scheduler would, before apply."),
     "capacity": ("gpustack.commands.capacity", "Show what each pool can give and what each tenant may take."),
     "rollout": ("gpustack.commands.rollout", "Plan a change on a running cluster: node waves, drains, waits."),
+    "import": ("gpustack.commands.import_", "Infer a blueprint from a cluster snapshot (kubectl get -o yaml)."),
+    "drift": ("gpustack.commands.drift", "Compare a blueprint with a cluster snapshot, node by node."),
 }
 EXIT_INTERNAL = 3
 

@@ -1,20 +1,34 @@
-"""A blueprint with its derived facts (models, advertised resources, resolved requests) and a way to point at source.
+"""A blueprint with its derived facts (models, advertised resources, resolved requests, tenant demand, quota
+ceilings) and a way to point at source.
 
-Semantic checks and every compile family read the same Context, so a fact is derived once.
+Semantic checks, every compile family, the capacity report and review read the same Context, so a fact is derived
+once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property, partialmethod
 from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
-from gpustack.model import Allocation, Blueprint, NodePool, SharingStrategy, Tenant, Workload
+from gpustack.model import (
+    Allocation,
+    Blueprint,
+    NodePool,
+    Scheduler,
+    SharingStrategy,
+    Stack,
+    Tenant,
+    Workload,
+    amounts_for,
+)
 from gpustack.needs import Requests, resolve_need
-from gpustack.offers import Offer, pool_offers
+from gpustack.offers import Offer, full_resource_name, offer_for, pool_offers
+from gpustack.quantity import GIB, parse_quantity
 
 Locate = Callable[[JsonPath, bool], Span | None]
 T = TypeVar("T")
@@ -22,6 +36,25 @@ T = TypeVar("T")
 
 def _nowhere(path: JsonPath, key: bool) -> Span | None:
     return None
+
+
+@dataclass(frozen=True)
+class Oversubscription:
+    """A workload whose GPU memory need, times the pods time-slicing may put on one GPU, exceeds the GPU (GS404)."""
+
+    workload: Workload
+    pool: NodePool
+    model: GpuModel
+    need: Decimal  # bytes one pod needs
+    replicas: int  # pods that may share one GPU
+
+    @property
+    def total(self) -> Decimal:
+        return self.need * self.replicas
+
+    @property
+    def gpu_memory(self) -> Decimal:
+        return Decimal(self.model.memory_gib) * GIB
 
 
 @dataclass(frozen=True)
@@ -40,7 +73,10 @@ class Context:
 
     @cached_property
     def models(self) -> dict[str, GpuModel | None]:
-        return {pool.name: self.catalog.resolve(pool.gpu.model) for pool in self.blueprint.pools}
+        return {
+            pool.name: self.catalog.resolve(pool.gpu.model) if pool.gpu is not None else None
+            for pool in self.blueprint.pools
+        }
 
     @cached_property
     def offers(self) -> dict[str, tuple[Offer, ...]]:
@@ -68,6 +104,66 @@ class Context:
                 resolved[workload.name] = result
         return resolved
 
+    @cached_property
+    def demand(self) -> dict[str, dict[tuple[str, str], int]]:
+        """Tenant name -> (pool, resource) -> units its workload templates request when all their pods run.
+
+        Workloads whose need their pool cannot meet request nothing (a check reports them).
+        """
+        out: dict[str, dict[tuple[str, str], int]] = {}
+        for workload in self.blueprint.workloads:
+            requests = self.requests.get(workload.name)
+            if requests is None:
+                continue
+            tenant = out.setdefault(workload.tenant, {})
+            for resource, amount in requests.items:
+                key = (workload.pool, resource)
+                tenant[key] = tenant.get(key, 0) + amount * workload.pods
+        return out
+
+    def tenant_demand(self, tenant_name: str) -> dict[tuple[str, str], int]:
+        """(pool, resource) -> units the tenant's templates request when all their pods run; a copy to keep."""
+        return dict(self.demand.get(tenant_name, {}))
+
+    def quota_ceiling(self, tenant: Tenant, pool_name: str, resource: str, nominal: int) -> int:
+        """The most of a pool resource (full name) the tenant may hold: its nominal quota, plus, for a Kueue tenant
+        in a cohort, what it may borrow: the cohort's borrowingLimit, or without one (Kueue's unlimited borrowing)
+        up to the whole pool.
+        """
+        cohort = tenant.cohort
+        if tenant.scheduler is not Scheduler.KUEUE or cohort is None:
+            return nominal
+        borrowing = {
+            full_resource_name(short): n for short, n in amounts_for(cohort.borrowing_limit, pool_name).items()
+        }
+        if resource in borrowing:
+            return nominal + borrowing[resource]
+        pool = self.pools.get(pool_name)
+        offer = offer_for(self.offers.get(pool_name, ()), resource)
+        if pool is None or offer is None:
+            return nominal
+        return max(nominal, offer.per_node * pool.node_count)
+
+    @cached_property
+    def oversubscriptions(self) -> tuple[Oversubscription, ...]:
+        """Workloads on time-sliced pools whose memory need the shared GPU cannot hold for every pod, in order."""
+        found = []
+        for workload in self.blueprint.workloads:
+            pool = self.pools.get(workload.pool)
+            if pool is None or pool.sharing.strategy is not SharingStrategy.TIME_SLICING:
+                continue
+            model, replication = self.models[pool.name], pool.sharing.replication
+            if model is None or replication is None or workload.gpu.memory is None:
+                continue
+            try:
+                need = parse_quantity(workload.gpu.memory)
+            except ValueError:
+                continue  # the schema reports a malformed quantity
+            fact = Oversubscription(workload, pool, model, need, replication.replicas)
+            if fact.total > fact.gpu_memory:
+                found.append(fact)
+        return tuple(found)
+
     def namespace_of(self, workload: Workload) -> str:
         if workload.namespace is not None:
             return workload.namespace
@@ -81,7 +177,10 @@ class Context:
         Admission policies leave them alone, so they can never be a tenant's.
         """
         blueprint = self.blueprint
-        names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
+        if blueprint.stack is Stack.GPU_OPERATOR:
+            names = {"kube-system", blueprint.gpu_operator.namespace}  # the operator runs the plugin and MIG manager
+        else:
+            names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
         if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in blueprint.pools):
             names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
         if any(pool.allocation is Allocation.DRA for pool in blueprint.pools):

@@ -223,22 +223,42 @@ def claim_devices(pod_spec: dict[str, Any], workload: str, requests: Requests) -
 
 
 def claim_problems(ctx: Context, workload: Workload, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(problem, hint) for a rendered pod spec on a DRA pool that does not claim the workload's template: its pods
-    would get no GPU (or, asking `nvidia.com/*`, wait for a resource DRA nodes do not advertise)."""
+    """(problem, hint) for a rendered pod spec whose `resourceClaims` are not exactly gpustack's: on a DRA pool the
+    one claim from the workload's template (without it the pods get no GPU, or wait for `nvidia.com/*` that DRA
+    nodes do not advertise), elsewhere none. A claim gpustack did not write (another workload's template, a
+    ResourceClaim by name) would hand the pod devices its pool, quota and affinity checks never saw."""
     pool = ctx.pools.get(workload.pool)
-    if pool is None or not is_dra(pool):
+    if pool is None:
         return []
     claims = spec.get("resourceClaims")
-    names = (
-        [c.get("resourceClaimTemplateName") for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
-    )
-    if claim_template_name(workload.name) in names:
+    listed = claims if isinstance(claims, list) else ([] if claims is None else [claims])
+    expected = [{"name": REQUEST_NAME, "resourceClaimTemplateName": claim_template_name(workload.name)}]
+    if not is_dra(pool):
+        if not listed:
+            return []
+        return [
+            (
+                f"pod spec has resourceClaims, and pool '{pool.name}' hands out its GPUs through the device plugin: "
+                "a claim would take devices no quota or pool check of gpustack's sees",
+                "drop resourceClaims from the pod spec; request GPUs as gpustack's manifest does",
+            )
+        ]
+    if listed == expected:
         return []
+    names = [c.get("resourceClaimTemplateName") for c in listed if isinstance(c, dict)]
+    if claim_template_name(workload.name) not in names:
+        return [
+            (
+                f"pod spec claims no devices from ResourceClaimTemplate {claim_template_name(workload.name)}, and "
+                f"pool '{pool.name}' hands out its GPUs only through DRA claims",
+                "keep the pod's claim: `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec and "
+                "`claims: [{name: gpu}]` in the container's resources",
+            )
+        ]
     return [
         (
-            f"pod spec claims no devices from ResourceClaimTemplate {claim_template_name(workload.name)}, and pool "
-            f"'{pool.name}' hands out its GPUs only through DRA claims",
-            "keep the pod's claim: `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec and "
-            "`claims: [{name: gpu}]` in the container's resources",
+            f"pod spec has resourceClaims other than gpustack's one claim from ResourceClaimTemplate "
+            f"{claim_template_name(workload.name)}: a claim gpustack did not write takes devices its checks never saw",
+            "keep exactly `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec",
         )
     ]

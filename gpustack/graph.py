@@ -7,14 +7,17 @@ reads the same without colour.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TypeVar
 
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
-from gpustack.review.fields import taint_text
 from gpustack.review.layouts import index_ranges
+from gpustack.selection import describe_selection
+from gpustack.taints import taint_text
 
 MAX_NODES_SHOWN = 3  # a pool of 200 nodes must not make a 200-name box
 
@@ -37,7 +40,10 @@ LINK_STYLES: dict[Mark, str] = {
 }
 ARROWS: dict[Mark | None, str] = {None: "-->", Mark.ADDED: "==>", Mark.REMOVED: "-.->", Mark.CHANGED: "-->"}
 SHAPES: dict[str, tuple[str, str]] = {"tenant": ('(["', '"])'), "workload": ('("', '")'), "pool": ('["', '"]')}
-GROUPS: tuple[tuple[str, str], ...] = (("tenant", "Tenants"), ("workload", "Workloads"), ("pool", "Node pools"))
+# Left to right: pools, the tenants they grant quota to, the workloads tenants run. Every edge points rightwards
+# (pool -> tenant -> workload, pool -> workload), so Mermaid ranks the columns in this order.
+GROUPS: tuple[tuple[str, str], ...] = (("pool", "Node pools"), ("tenant", "Tenants"), ("workload", "Workloads"))
+COLUMNS = {kind: index for index, (kind, _) in enumerate(GROUPS)}
 
 
 @dataclass(frozen=True)
@@ -85,18 +91,21 @@ def _sharing_line(pool: NodePool) -> str:
 
 
 def _nodes_line(pool: NodePool) -> str:
+    if pool.selector is not None:
+        size = str(pool.count) if pool.count is not None else f"{pool.min_nodes}-{pool.max_nodes}"
+        return f"{size} nodes: {describe_selection(pool)}"
     shown = ", ".join(pool.nodes[:MAX_NODES_SHOWN])
-    more = len(pool.nodes) - MAX_NODES_SHOWN
+    more = pool.node_count - MAX_NODES_SHOWN
     suffix = f" +{more} more" if more > 0 else ""
-    noun = "node" if len(pool.nodes) == 1 else "nodes"
-    return f"{len(pool.nodes)} {noun}: {shown}{suffix}"
+    noun = "node" if pool.node_count == 1 else "nodes"
+    return f"{pool.node_count} {noun}: {shown}{suffix}"
 
 
 def _pool_node(pool: NodePool) -> GraphNode:
-    gpu = f"{pool.gpu.count} x {pool.gpu.model} per node"
+    gpu = f"{pool.gpu.count} x {pool.gpu.model} per node" if pool.gpu is not None else "CPU only"
     lines = [pool.name, gpu, _nodes_line(pool), _sharing_line(pool)]
     if pool.taints:  # what keeps other pods off (and NoExecute: what evicts them) belongs in the picture
-        lines.append("taints: " + ", ".join(taint_text(t.key, t.value, t.effect) for t in pool.taints))
+        lines.append("taints: " + ", ".join(taint_text(t) for t in pool.taints))
     return GraphNode("pool", pool.name, tuple(lines))
 
 
@@ -131,23 +140,62 @@ def _request_text(context: Context | None, workload: Workload) -> str | None:
 
 
 def blueprint_graph(blueprint: Blueprint, context: Context | None = None) -> Graph:
-    """The blueprint's pools, tenants and workloads; with a context, workload edges name what each pod requests."""
-    nodes = [_tenant_node(t) for t in blueprint.tenants]
-    nodes += [_workload_node(w) for w in blueprint.workloads]
-    nodes += [_pool_node(p) for p in blueprint.pools]
+    """The blueprint's pools, tenants and workloads in columns, each column ordered to cross fewer edges;
+    with a context, pool -> workload edges name what each pod requests."""
+    pools = list(blueprint.pools)
+    tenants = _by_barycentre(blueprint.tenants, lambda t: [_index(pools, p) for p in t.pools])
+    workloads = sorted(
+        blueprint.workloads,
+        key=lambda w: (_index(tenants, w.tenant), _index(pools, w.pool)),  # sorted() is stable: ties keep file order
+    )
+    nodes = [_pool_node(p) for p in pools] + [_tenant_node(t) for t in tenants]
+    nodes += [_workload_node(w) for w in workloads]
     ids = {(n.kind, n.name): n.id for n in nodes}
     edges: list[GraphEdge] = []
-    for tenant in blueprint.tenants:
-        for pool in tenant.pools:
+    for tenant in tenants:
+        for pool in sorted(tenant.pools, key=lambda name: _index(pools, name)):
             if ("pool", pool) in ids:
-                edges.append(GraphEdge(ids["tenant", tenant.name], ids["pool", pool], _quota_text(tenant, pool)))
-    for workload in blueprint.workloads:
+                edges.append(GraphEdge(ids["pool", pool], ids["tenant", tenant.name], _quota_text(tenant, pool)))
+    for workload in workloads:
         if ("tenant", workload.tenant) in ids:
             edges.append(GraphEdge(ids["tenant", workload.tenant], ids["workload", workload.name], None))
         if ("pool", workload.pool) in ids:
             label = _request_text(context, workload)
-            edges.append(GraphEdge(ids["workload", workload.name], ids["pool", workload.pool], label))
+            edges.append(GraphEdge(ids["pool", workload.pool], ids["workload", workload.name], label))
     return Graph(tuple(nodes), tuple(edges))
+
+
+T = TypeVar("T", NodePool, Tenant)
+
+
+def _index(items: Sequence[NodePool | Tenant], name: str) -> int:
+    return next((i for i, item in enumerate(items) if item.name == name), len(items))
+
+
+def _by_barycentre(items: Iterable[T], neighbours: Callable[[T], list[int]]) -> list[T]:
+    """Each item at the mean position of what it links to in the column before: the classic crossing reducer."""
+
+    def centre(item: T) -> float:
+        positions = neighbours(item)
+        return sum(positions) / len(positions) if positions else math.inf
+
+    return sorted(items, key=centre)  # stable: ties keep the blueprint's order
+
+
+def crossings(graph: Graph) -> int:
+    """How many pairs of edges between the same two columns cross, with nodes drawn in graph order."""
+    position = {n.id: index for index, n in enumerate(graph.nodes)}
+    column = {n.id: COLUMNS[n.kind] for n in graph.nodes}
+    count = 0
+    for index, a in enumerate(graph.edges):
+        for b in graph.edges[index + 1 :]:
+            same_columns = (column[a.source], column[a.target]) == (column[b.source], column[b.target])
+            if (
+                same_columns
+                and (position[a.source] - position[b.source]) * (position[a.target] - position[b.target]) < 0
+            ):
+                count += 1
+    return count
 
 
 def compare_graphs(before: Graph | None, after: Graph, changed: Iterable[tuple[str, str]]) -> Graph:
@@ -175,7 +223,7 @@ def compare_graphs(before: Graph | None, after: Graph, changed: Iterable[tuple[s
 
 
 def _grouped(nodes: list[GraphNode]) -> tuple[GraphNode, ...]:
-    """Removed nodes sit with their kind, so the columns stay tenants | workloads | pools."""
+    """Removed nodes sit with their kind, so the columns stay pools | tenants | workloads."""
     order = {kind: index for index, (kind, _) in enumerate(GROUPS)}
     return tuple(sorted(nodes, key=lambda n: order[n.kind]))
 

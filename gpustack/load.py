@@ -167,15 +167,32 @@ class Document:
     key_positions: Mapping[JsonPath, Position] = field(repr=False)
 
     def span(self, path: Sequence[str | int], *, key: bool = False) -> Span:
-        """Where `path` starts (its key with key=True), else its nearest located ancestor, else 1:1."""
+        """Where `path` starts and ends (its key with key=True), else its nearest located ancestor, else 1:1."""
         path = tuple(path)
         if key and path in self.key_positions:
-            return Span(self.file, self.key_positions[path])
+            return Span(self.file, self.key_positions[path], self._ends[1].get(path))
         for length in range(len(path), -1, -1):
             position = self.value_positions.get(path[:length])
             if position is not None:
-                return Span(self.file, position)
+                return Span(self.file, position, self._ends[0].get(path[:length]))
         return Span(self.file, Position(1, 1))
+
+    @cached_property
+    def _ends(self) -> tuple[Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
+        """Where each value and key ends, just after its last character (as editors and SARIF count).
+
+        Found by parsing the text a second time, on the first span asked for: ends are only needed to
+        report a problem, and recording them on every load made loading a large blueprint 20% slower."""
+        builder = _EndsBuilder(self.file)
+        loader = BlueprintLoader(self.text)
+        try:
+            with _gc_paused():
+                builder.build(loader)
+        except (yaml.YAMLError, DiagnosticError, RecursionError):
+            pass  # a text that loaded once loads again; a Document made by hand may have no text
+        finally:
+            loader.dispose()
+        return _MarkPositions(builder.value_ends), _MarkPositions(builder.key_ends)
 
     def source_line(self, line: int) -> str:
         """The text of 1-based `line` without its line break; '' when out of range."""
@@ -529,11 +546,13 @@ class _Builder:
         # The hot loop: a large file has hundreds of thousands of events, so the common
         # cases (plain scalars, list items) take as few calls as possible.
         stack: list[_Frame] = []
+        value: Any
         while True:
             event = next_event()
             kind = type(event)
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
+                self._closed(frame, event)
                 value, start, event = frame.container, frame.start, None
             else:
                 start = event.start_mark
@@ -564,6 +583,9 @@ class _Builder:
         if key is _NO_KEY or key is _BAD_KEY:
             return None  # a key (located through key_positions), or the value of a refused key
         return (*path, key)  # type: ignore[misc]
+
+    def _closed(self, frame: _Frame, event: Any) -> None:
+        """A collection's end event: nothing to do unless ends are being recorded."""
 
     def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
         if depth >= MAX_DEPTH:
@@ -696,6 +718,46 @@ class _Builder:
 
     def _fail_with(self, diagnostic: Diagnostic) -> None:
         raise DiagnosticError([*self.diagnostics, diagnostic])
+
+
+class _EndsBuilder(_Builder):
+    """The same walk, recording where each value and key ends (Document._ends)."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.value_ends: dict[JsonPath, _Mark] = {}
+        self.key_ends: dict[JsonPath, _Mark] = {}
+        self._flow: set[int] = set()  # id() of the open flow collections' containers
+
+    def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
+        frame = super()._open(event, start, path, depth)
+        if event.flow_style:
+            self._flow.add(id(frame.container))
+        return frame
+
+    def _closed(self, frame: _Frame, event: Any) -> None:
+        # A flow collection ends at its bracket; a block one where its last value ends (its end event
+        # stands where the next line starts).
+        end = event.end_mark
+        container = frame.container
+        if id(container) in self._flow:
+            self._flow.discard(id(container))
+        elif container and frame.path is not None:
+            last = len(container) - 1 if frame.is_list else next(reversed(container))  # type: ignore[call-overload]
+            end = self.value_ends.get((*frame.path, last), end)
+        if frame.path is not None:
+            self.value_ends[frame.path] = end
+
+    def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
+        if path is not None:
+            self.value_ends[path] = event.end_mark
+        return super()._scalar(event, start, path)
+
+    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> object:
+        accepted = super()._accept_key(parent, key, start, event)
+        if isinstance(accepted, str) and parent.path is not None and event is not None:
+            self.key_ends.setdefault((*parent.path, accepted), event.end_mark)
+        return accepted
 
 
 def _custom_tag_message(tag: str) -> str:

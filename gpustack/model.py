@@ -9,36 +9,61 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpustack.defaults import (
+    DEVICE_PLUGIN,
+    DRA,
+    GPU_OPERATOR,
+    HAMI_RELEASE,
+    HAMI_SHARING,
+    KUEUE,
+    MIG_MANAGER,
+    TENANT_VOLCANO,
+    VOLCANO,
+    schema_default,
+)
 from gpustack.diagnostic import JsonPath
 
-DEFAULT_CHART_VERSION = "0.20.0"
-DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
-DEFAULT_DEVICE_PLUGIN_NAMESPACE = "nvidia-device-plugin"
-DEFAULT_MIG_NAMESPACE = "gpu-operator"
-DEFAULT_MIG_CONFIGMAP = "gpustack-mig-parted-config"
+# Defaults are written once, in the schema (gpustack/defaults.py reads them); these names are for compile and tests.
+DEFAULT_CHART_VERSION: str = schema_default(DEVICE_PLUGIN, "chartVersion")
+DEFAULT_CHART_REPOSITORY: str = schema_default(DEVICE_PLUGIN, "repository")
+DEFAULT_DEVICE_PLUGIN_NAMESPACE: str = schema_default(DEVICE_PLUGIN, "namespace")
+DEFAULT_MIG_NAMESPACE: str = schema_default(MIG_MANAGER, "namespace")
+DEFAULT_MIG_CONFIGMAP: str = schema_default(MIG_MANAGER, "configMap")
 # HAMi v2.10.0 (2026-08-21), the release the chart values gpustack writes were checked against.
-DEFAULT_HAMI_CHART_VERSION = "2.10.0"
-DEFAULT_HAMI_CHART_REPOSITORY = "https://project-hami.github.io/HAMi"
-DEFAULT_HAMI_NAMESPACE = "kube-system"  # where HAMi's own install guide puts it
-DEFAULT_HAMI_SCHEDULER = "hami-scheduler"  # the chart's `schedulerName` default
+DEFAULT_HAMI_CHART_VERSION: str = schema_default(HAMI_RELEASE, "chartVersion")
+DEFAULT_HAMI_CHART_REPOSITORY: str = schema_default(HAMI_RELEASE, "repository")
+DEFAULT_HAMI_NAMESPACE: str = schema_default(HAMI_RELEASE, "namespace")  # where HAMi's own install guide puts it
+DEFAULT_HAMI_SCHEDULER: str = schema_default(HAMI_RELEASE, "schedulerName")  # the chart's `schedulerName` default
 # Kueue v0.19.2, the release the Kueue objects were checked against (its CRDs, CEL rules included); its chart is
 # published only as an OCI artifact.
-DEFAULT_KUEUE_CHART_VERSION = "0.19.2"
+DEFAULT_KUEUE_CHART_VERSION: str = schema_default(KUEUE, "chartVersion")
 KUEUE_CHART_REPOSITORY = "oci://registry.k8s.io/kueue/charts"
-DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+DEFAULT_KUEUE_NAMESPACE: str = schema_default(KUEUE, "namespace")
 # Volcano v1.15.1, the release the scheduler configuration and the Queue/Job CRDs were checked against.
-DEFAULT_VOLCANO_CHART_VERSION = "1.15.1"
+DEFAULT_VOLCANO_CHART_VERSION: str = schema_default(VOLCANO, "chartVersion")
 VOLCANO_CHART_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
-DEFAULT_VOLCANO_NAMESPACE = "volcano-system"
+DEFAULT_VOLCANO_NAMESPACE: str = schema_default(VOLCANO, "namespace")
 KUEUE_V1BETA2 = "kueue.x-k8s.io/v1beta2"  # served since Kueue v0.15, storage version since v0.16
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
-DEFAULT_VOLCANO_QUEUE_WEIGHT = 1
+DEFAULT_KUEUE_API_VERSION: str = schema_default(KUEUE, "apiVersion")
+DEFAULT_VOLCANO_QUEUE_WEIGHT: int = schema_default(TENANT_VOLCANO, "weight")
+# GPU Operator v26.7.0 (2026-08-20): the chart whose values.yaml every key gpustack writes is checked against.
+DEFAULT_GPU_OPERATOR_CHART_VERSION: str = schema_default(GPU_OPERATOR, "chartVersion")
+DEFAULT_GPU_OPERATOR_REPOSITORY: str = schema_default(GPU_OPERATOR, "repository")
+DEFAULT_GPU_OPERATOR_NAMESPACE: str = schema_default(GPU_OPERATOR, "namespace")
 # The NVIDIA DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1, 2026-06-30: the newest published
 # chart), an OCI chart on registry.k8s.io; the chart refuses the `default` namespace.
-DEFAULT_DRA_CHART_VERSION = "0.4.1"
+DEFAULT_DRA_CHART_VERSION: str = schema_default(DRA, "chartVersion")
 DRA_CHART_REPOSITORY = "oci://registry.k8s.io/dra-driver-nvidia/charts"
-DEFAULT_DRA_NAMESPACE = "nvidia-dra-driver-gpu"
-DEFAULT_DRA_DRIVER_ROOT = "/"
+DEFAULT_DRA_NAMESPACE: str = schema_default(DRA, "namespace")
+DEFAULT_DRA_DRIVER_ROOT: str = schema_default(DRA, "nvidiaDriverRoot")
+
+
+class Stack(StrEnum):
+    """What runs the GPUs: NVIDIA's GPU Operator (driver, toolkit, plugin, MIG manager) or the standalone plugin."""
+
+    GPU_OPERATOR = "gpu-operator"
+    DEVICE_PLUGIN = "device-plugin"
 
 
 class SharingStrategy(StrEnum):
@@ -66,6 +91,8 @@ class WorkloadKind(StrEnum):
     STATEFUL_SET = "StatefulSet"
     JOB = "Job"
     VOLCANO_JOB = "VolcanoJob"
+    JOB_SET = "JobSet"
+    LEADER_WORKER_SET = "LeaderWorkerSet"
 
 
 class Scheduler(StrEnum):
@@ -100,7 +127,7 @@ class DevicePlugin:
     chart_version: str = DEFAULT_CHART_VERSION
     repository: str = DEFAULT_CHART_REPOSITORY
     namespace: str = DEFAULT_DEVICE_PLUGIN_NAMESPACE
-    gfd: bool = True
+    gfd: bool = schema_default(DEVICE_PLUGIN, "gfd")
     flags: DevicePluginFlags = field(default_factory=DevicePluginFlags)
     path: JsonPath = ("spec", "devicePlugin")
 
@@ -109,6 +136,19 @@ class DevicePlugin:
 class MigManager:
     namespace: str = DEFAULT_MIG_NAMESPACE
     config_map: str = DEFAULT_MIG_CONFIGMAP
+
+
+@dataclass(frozen=True)
+class GpuOperator:
+    """The GPU Operator release (stack: gpu-operator) and which of its parts the cluster already runs."""
+
+    chart_version: str = DEFAULT_GPU_OPERATOR_CHART_VERSION
+    repository: str = DEFAULT_GPU_OPERATOR_REPOSITORY
+    namespace: str = DEFAULT_GPU_OPERATOR_NAMESPACE
+    driver: bool = schema_default(GPU_OPERATOR, "driver")
+    toolkit: bool = schema_default(GPU_OPERATOR, "toolkit")
+    nfd: bool = schema_default(GPU_OPERATOR, "nfd")
+    path: JsonPath = ("spec", "gpuOperator")
 
 
 @dataclass(frozen=True)
@@ -126,7 +166,7 @@ class HamiSettings:
 class KueueSettings:
     """The Kueue objects' API version, and the Kueue Helm release, installed when a tenant uses scheduler: kueue."""
 
-    api_version: str = KUEUE_V1BETA2
+    api_version: str = DEFAULT_KUEUE_API_VERSION
     chart_version: str = DEFAULT_KUEUE_CHART_VERSION
     namespace: str = DEFAULT_KUEUE_NAMESPACE
     path: JsonPath = ("spec", "kueue")
@@ -136,7 +176,9 @@ class KueueSettings:
 class VolcanoSettings:
     """The Volcano Helm release, installed when a tenant uses scheduler: volcano or a workload is a VolcanoJob."""
 
-    binpack: bool = False  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
+    binpack: bool = schema_default(
+        VOLCANO, "binpack"
+    )  # weight the binpack plugin towards the GPU resources, to keep whole nodes free
     chart_version: str = DEFAULT_VOLCANO_CHART_VERSION
     namespace: str = DEFAULT_VOLCANO_NAMESPACE
     path: JsonPath = ("spec", "volcano")
@@ -191,9 +233,9 @@ class MigSharing:
 
 @dataclass(frozen=True)
 class HamiSharing:
-    split_count: int = 10
-    memory_scaling: float = 1.0
-    core_scaling: float = 1.0
+    split_count: int = schema_default(HAMI_SHARING, "splitCount")
+    memory_scaling: float = float(schema_default(HAMI_SHARING, "memoryScaling"))
+    core_scaling: float = float(schema_default(HAMI_SHARING, "coreScaling"))
     path: JsonPath = ()
 
 
@@ -227,10 +269,31 @@ class NodeResources:
 
 
 @dataclass(frozen=True)
+class LabelRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeSelector:
+    """A label selector over nodes: every pair and every requirement must hold."""
+
+    match_labels: tuple[tuple[str, str], ...]
+    match_expressions: tuple[LabelRequirement, ...]
+    path: JsonPath
+
+    def requirements(self) -> tuple[LabelRequirement, ...]:
+        """matchLabels as In requirements, then matchExpressions: the form node affinity takes."""
+        pairs = tuple(LabelRequirement(key, "In", (value,)) for key, value in self.match_labels)
+        return pairs + self.match_expressions
+
+
+@dataclass(frozen=True)
 class NodePool:
     name: str
-    gpu: GpuRef
-    nodes: tuple[str, ...]
+    gpu: GpuRef | None  # None: a CPU-only pool
+    nodes: tuple[str, ...]  # static pools: the node names; empty for a selector pool
     labels: tuple[tuple[str, str], ...]
     taints: tuple[Taint, ...]
     sharing: Sharing
@@ -240,6 +303,33 @@ class NodePool:
     description: str | None
     path: JsonPath
     allocation: Allocation = Allocation.DEVICE_PLUGIN
+    max_pods: int | None = None  # the kubelet's maxPods (None: its default)
+    cordoned: tuple[str, ...] = ()  # nodes with spec.unschedulable, for simulate
+    selector: NodeSelector | None = None  # selector pools: nodes chosen by labels their provider sets
+    count: int | None = None  # selector pools of fixed size
+    min_nodes: int | None = None  # autoscaled selector pools
+    max_nodes: int | None = None
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpu.count if self.gpu is not None else 0
+
+    @property
+    def node_count(self) -> int:
+        """How many nodes the pool can hold: its listed nodes, or a selector pool's count or maxNodes.
+
+        Quotas, flavors and simulations plan for the most the pool offers; `guaranteed_nodes` is the floor.
+        """
+        if self.selector is None:
+            return len(self.nodes)
+        return self.count if self.count is not None else self.max_nodes or 0
+
+    @property
+    def guaranteed_nodes(self) -> int:
+        """The nodes that are always there: a static or fixed-size pool's all, an autoscaled pool's minNodes."""
+        if self.selector is None or self.count is not None:
+            return self.node_count
+        return self.min_nodes or 0
 
 
 PoolAmounts = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # pool -> resource short name -> amount
@@ -343,11 +433,21 @@ class Workload:
     nccl: Nccl | None
     template: str | None
     path: JsonPath
+    size: int | None = None  # LeaderWorkerSet: pods per group, the leader included
 
     @property
     def pods(self) -> int:
         """How many pods the template stands for."""
+        if self.size is not None:
+            return self.replicas * self.size
         return self.workers if self.workers is not None else self.replicas
+
+    @property
+    def gang(self) -> int | None:
+        """How many pods start together or not at all (a VolcanoJob or JobSet, one LeaderWorkerSet group)."""
+        if self.size is not None:
+            return self.size
+        return self.workers
 
 
 @dataclass(frozen=True)
@@ -367,6 +467,8 @@ class Blueprint:
     kueue: KueueSettings = field(default_factory=KueueSettings)
     volcano: VolcanoSettings = field(default_factory=VolcanoSettings)
     dra: DraSettings = field(default_factory=DraSettings)
+    stack: Stack = Stack.GPU_OPERATOR
+    gpu_operator: GpuOperator = field(default_factory=GpuOperator)
 
     def template_text(self, path: str) -> str | None:
         return dict(self.templates).get(path)

@@ -43,3 +43,14 @@ def mig_config_name(pool: str) -> str:
     # A pool name is up to 63 characters itself: cut it, and keep two long names apart with a digest of the whole.
     digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
     return f"{name[: MAX_LABEL_VALUE - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+# Env the NVIDIA container toolkit reads to choose devices: a container that sets it can get GPUs (or MIG control)
+# without a GPU request, outside the device plugin and every quota, wherever the toolkit honours env (H4).
+DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
+# Env only a GPU container has a use for: the toolkit mounts driver libraries on what it names.
+GPU_ONLY_ENV = ("NVIDIA_DRIVER_CAPABILITIES",)
+# The toolkit's volume-mounts device list strategy reads container mounts under this folder as device requests.
+DEVICE_MOUNT_ROOT = "/var/run/nvidia-container-devices"
+# The GPU Operator deploys its device plugin wherever this label is not "false"; it fills in only missing values.
+OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"

@@ -51,7 +51,7 @@ def group_devices(group: MigGroup, gpu_count: int) -> int:
 
 def pool_offers(pool: NodePool, model: GpuModel | None) -> tuple[Offer, ...]:
     """Resources per node, in a stable order; empty when the model is unknown."""
-    if model is None:
+    if model is None or pool.gpu is None:
         return ()
     sharing = pool.sharing
     gpus = pool.gpu.count
@@ -80,7 +80,7 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     single = pool.sharing.mig.strategy is MigStrategy.SINGLE
     counts: dict[str, int] = {}
     for group in pool.sharing.mig.groups:
-        devices = group_devices(group, pool.gpu.count)
+        devices = group_devices(group, pool.gpus_per_node)
         for profile, count in group.instances.items():
             counts[profile] = counts.get(profile, 0) + devices * count
     offers = []

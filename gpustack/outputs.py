@@ -11,7 +11,8 @@ from gpustack.yamlout import dump_all, dump_yaml
 
 KUSTOMIZATION = "kustomization.yaml"
 # Families written to disk but left out of the kustomization: applying them takes over fields others own.
-NOT_IN_KUSTOMIZATION = frozenset({"node-taints"})
+# Node objects never go in: applying a Node that does not exist creates one (nodes.py).
+NOT_IN_KUSTOMIZATION = frozenset({"nodes", "node-taints"})
 README = "README.md"
 
 
@@ -40,7 +41,8 @@ def render_files(plan: Plan) -> dict[str, str]:
     for artifact in plan.artifacts:
         files[artifact.path] = artifact.text
     files[KUSTOMIZATION] = render_kustomization(plan, grouped)
-    files[README] = render_readme(plan, grouped)
+    applied = {file for file, manifests in grouped.items() if manifests[0].family not in NOT_IN_KUSTOMIZATION}
+    files[README] = render_readme(plan, grouped, applied)
     return dict(sorted(files.items()))
 
 
@@ -54,22 +56,23 @@ def render_kustomization(plan: Plan, grouped: dict[str, list[Manifest]]) -> str:
 
 
 def streamed(plan: Plan) -> list[Manifest]:
-    """The objects `compile -o -` streams: exactly those the kustomization applies."""
+    """The objects `compile -d -` streams: exactly those the kustomization applies."""
     return [m for m in plan.objects if m.family not in NOT_IN_KUSTOMIZATION]
 
 
 def render_stream(plan: Plan) -> str:
-    """The kustomization's objects as one multi-document YAML stream (`compile -o -`)."""
+    """The kustomization's objects as one multi-document YAML stream (`compile -d -`)."""
     return dump_all(m.obj for m in streamed(plan))
 
 
 def stream_leaves_out(plan: Plan) -> list[str]:
     """What a directory would hold that the stream does not, in words for the user."""
     left_out = [f"Helm values for {r.chart} ({r.values_file})" for r in plan.releases]
-    taints = [m for m in plan.objects if m.family in NOT_IN_KUSTOMIZATION]
-    if taints:
+    nodes = [m for m in plan.objects if m.family in NOT_IN_KUSTOMIZATION]
+    if nodes:
         left_out.append(
-            f"{len(taints)} node taint patch(es) (nodes/taints.yaml: they own each node's whole taint list)"
+            f"{len(nodes)} node label and taint patch(es) (nodes/nodes.yaml, nodes/taints.yaml: applying a Node that "
+            "does not exist creates it; use nodes/label-nodes.sh)"
         )
     left_out += [a.path for a in plan.artifacts]
     return left_out

@@ -55,6 +55,10 @@ class HelmRelease:
     skips them (pulumi-kubernetes #3284), so deploy.py installs such a release as a helm/v3 Release, which runs
     Helm itself. Not written to any compiled file."""
 
+    skip_openapi_validation: bool = False
+    """Helm must not validate the rendered objects against the cluster's OpenAPI schema: the GPU Operator chart's
+    CRD-upgrade hook needs `--disable-openapi-validation` on `helm upgrade` (its values.yaml, operator.upgradeCRD)."""
+
     @property
     def oci(self) -> bool:
         """The chart is an OCI artifact: helm and Pulumi take its full reference, with no repository to add."""
@@ -77,12 +81,21 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Prerequisite:
+    """A namespace the output puts objects in without creating it: what must already run there, in words."""
+
+    namespace: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     blueprint: str
     objects: tuple[Manifest, ...]
     releases: tuple[HelmRelease, ...]
     artifacts: tuple[Artifact, ...]
     diagnostics: tuple[Diagnostic, ...] = field(default=())  # warnings to show; an error here means do not write
+    prerequisites: tuple[Prerequisite, ...] = field(default=())
 
     def by_family(self, family: str) -> tuple[Manifest, ...]:
         return tuple(m for m in self.objects if m.family == family)
@@ -102,3 +115,4 @@ class FamilyOutput:
     releases: list[HelmRelease] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    prerequisites: list[Prerequisite] = field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -29,12 +30,21 @@ GIB = Decimal(2) ** 30
 MIB = Decimal(2) ** 20
 
 
+MAX_EXPONENT = 30
+MAX_QUANTITY = Decimal(2) ** 63 * Decimal(1000)  # int64 milli-units, with room: anything past is no real size
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
     """The quantity's value in base units (cores, bytes); ValueError if it is not a quantity."""
     if isinstance(value, bool):
         raise ValueError(f"not a quantity: {value!r}")
     if isinstance(value, int | float):
-        return Decimal(str(value))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"not a finite quantity: {value!r}")
+        parsed = Decimal(str(value))
+        if parsed.is_finite() and abs(parsed) >= MAX_QUANTITY:
+            raise ValueError(f"quantity too large: {value!r}")
+        return parsed
     match = _QUANTITY.match(value.strip())
     if match is None:
         raise ValueError(f"not a Kubernetes quantity: {value!r}")
@@ -42,10 +52,19 @@ def parse_quantity(value: str | int | float) -> Decimal:
     try:
         number = Decimal(match["number"])
         if suffix[:1] in ("e", "E"):
-            return number * Decimal(10) ** int(suffix[1:])
-        return number * _SUFFIXES[suffix]
-    except InvalidOperation as error:
+            exponent = int(suffix[1:])
+            # Kubernetes' Quantity holds at most 63 bits: an exponent past this can only be a mistake, and
+            # Decimal would overflow (or work for minutes) computing it.
+            if abs(exponent) > MAX_EXPONENT:
+                raise ValueError(f"quantity out of range: {value!r}")
+            result = number * Decimal(10) ** exponent
+        else:
+            result = number * _SUFFIXES[suffix]
+    except (InvalidOperation, ArithmeticError) as error:
         raise ValueError(f"not a Kubernetes quantity: {value!r}") from error
+    if abs(result) >= MAX_QUANTITY:
+        raise ValueError(f"quantity too large: {value!r}")
+    return result
 
 
 def format_gib(amount: Decimal) -> str:

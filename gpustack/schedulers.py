@@ -65,7 +65,7 @@ def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
     """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
     node = pool.node_resources
     value = None if node is None else node.cpu if resource == CPU else node.memory
-    return None if value is None else parse_quantity(value) * len(pool.nodes)
+    return None if value is None else parse_quantity(value) * pool.node_count
 
 
 def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
@@ -78,4 +78,4 @@ def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -
     if resource in quota:
         return quota[resource]
     offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
-    return offer.per_node * len(pool.nodes) if offer is not None else 0
+    return offer.per_node * pool.node_count if offer is not None else 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -92,13 +93,58 @@ def load_schema() -> dict[str, Any]:
 
 def check_shape(doc: Document) -> list[Diagnostic]:
     """Every shape error in the document, sorted by position; [] when the shape is right."""
+    oversized = list(_oversized(doc))
+    if oversized:
+        return oversized  # the schema would walk every entry of them first: seconds per hundred thousand
     errors = list(_validator().iter_errors(doc.data))
     # `efect: NoSchedule` is one mistake, not two: the unknown-field error's did-you-mean already
     # covers the "missing effect" that the same typo causes.
     typos = frozenset(fix for error in errors for fix in _typo_fixes(error))
     forbidden = {tuple(error.absolute_path) for error in errors if _is_forbidden(error)}
     found = [diagnostic for error in errors for diagnostic in _convert(error, doc, typos)]
-    return sort_diagnostics(_collapse(found, forbidden))
+    return sort_diagnostics([*_collapse(found, forbidden), *_non_finite(doc)])
+
+
+MAX_ENTRIES = 10_000  # no list or mapping a person writes in a blueprint comes near it (nodes per pool: 10,000)
+
+
+def _oversized(doc: Document) -> Iterator[Diagnostic]:
+    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict | list) and len(value) > MAX_ENTRIES:
+            yield Diagnostic(
+                "GS106",
+                Severity.ERROR,
+                f"{_name(path) if path else 'the document'} has {len(value)} entries: at most {MAX_ENTRIES} allowed",
+                doc.span(path),
+                path,
+                "a blueprint describes a cluster; generate what runs in it from the blueprint, not into it",
+            )
+        elif isinstance(value, dict):
+            stack.extend(((*path, key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+
+
+def _non_finite(doc: Document) -> Iterator[Diagnostic]:
+    """YAML's .nan and .inf: JSON Schema's bounds let NaN through (every comparison with it is false)."""
+    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*path, key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield Diagnostic(
+                "GS106",
+                Severity.ERROR,
+                f"{_name(path) if path else 'the document'} is {value}: only finite numbers are allowed",
+                doc.span(path),
+                path,
+                "write a number such as 1.5",
+            )
 
 
 # --- the validator -----------------------------------------------------------------------------
@@ -130,13 +176,127 @@ def _lookup(ref: str) -> Any:  # referencing's Resolved; the class is not export
 
 def _cached_ref(validator: Validator, ref: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
     resolved = _lookup(ref)
+    if _passes_leaf(resolved.contents, instance):
+        return
     yield from validator.descend(instance, resolved.contents, resolver=resolved.resolver)
+
+
+# --- the leaf fast path --------------------------------------------------------------------------
+# Most of a large blueprint is leaves: node names, pool and namespace names, quantities. jsonschema
+# builds a validator for every one (descend/evolve), which is most of its time. A leaf schema (a
+# type, a pattern, lengths, bounds, an enum of strings) is checked here in one step instead; only a
+# value that passes skips the descent, so every error still comes from jsonschema, with its paths.
+
+_LEAF_KEYWORDS = frozenset(
+    {"$ref", "type", "pattern", "minLength", "maxLength", "minimum", "maximum", "enum"}
+    | {"description", "title", "examples", "default", "$comment", "deprecated"}
+)
+_EXACT_TYPES: Mapping[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),  # 2.0 is an integer to jsonschema too, but it takes the slow path
+    "number": (int, float),
+    "boolean": (bool,),
+}
+LeafCheck = tuple[tuple[type, ...] | None, re.Pattern[str] | None, int, float, float, float, frozenset[str] | None]
+
+
+def _merge_leaf(schema: Any) -> LeafCheck | None:
+    if not isinstance(schema, dict) or not schema.keys() <= _LEAF_KEYWORDS:
+        return None
+    parts = [schema]
+    if "$ref" in schema:
+        target = _lookup(schema["$ref"]).contents
+        if not isinstance(target, dict) or "$ref" in target or not target.keys() <= _LEAF_KEYWORDS:
+            return None
+        parts.append(target)
+    types: tuple[type, ...] | None = None
+    pattern: re.Pattern[str] | None = None
+    min_length, max_length, minimum, maximum = 0, float("inf"), float("-inf"), float("inf")
+    enum: frozenset[str] | None = None
+    for part in parts:
+        if "type" in part:
+            if not isinstance(part["type"], str) or part["type"] not in _EXACT_TYPES or types is not None:
+                return None
+            types = _EXACT_TYPES[part["type"]]
+        if "pattern" in part:
+            if pattern is not None:
+                return None
+            pattern = _compiled(part["pattern"])
+        min_length = max(min_length, part.get("minLength", 0))
+        max_length = min(max_length, part.get("maxLength", float("inf")))
+        minimum = max(minimum, part.get("minimum", float("-inf")))
+        maximum = min(maximum, part.get("maximum", float("inf")))
+        if "enum" in part:
+            if enum is not None or not all(isinstance(value, str) for value in part["enum"]):
+                return None
+            enum = frozenset(part["enum"])
+    return types, pattern, min_length, max_length, minimum, maximum, enum
+
+
+def _passes_leaf(schema: Any, instance: Any) -> bool:
+    """True only when `schema` is a leaf schema and `instance` surely satisfies it."""
+    if not isinstance(schema, dict):
+        return False
+    known = _LEAVES.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _LEAVES[id(schema)] = (schema, _merge_leaf(schema))
+    check = known[1]
+    if check is None:
+        return False
+    types, pattern, min_length, max_length, minimum, maximum, enum = check
+    kind = type(instance)
+    if kind is bool:
+        if types is not None and bool not in types:
+            return False  # True is an int to Python, never an integer to JSON Schema
+    elif types is not None and kind not in types:
+        return False
+    if kind is str:
+        if pattern is not None and not pattern.search(instance):
+            return False
+        if not min_length <= len(instance) <= max_length:
+            return False
+    elif kind in (int, float) and not minimum <= instance <= maximum:
+        return False
+    return enum is None or (kind is str and instance in enum)
+
+
+# id(schema) -> (schema, its check): holding the schema keeps its id from being reused.
+_LEAVES: dict[int, tuple[Any, LeafCheck | None]] = {}
+
+
+def _leaf_properties(
+    validator: Validator, properties: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+) -> Iterator[Any]:
+    """The 2020-12 `properties` keyword, with passing leaves skipped."""
+    if not validator.is_type(instance, "object"):
+        return
+    for name, subschema in properties.items():
+        if name in instance and not _passes_leaf(subschema, instance[name]):
+            yield from validator.descend(instance[name], subschema, path=name, schema_path=name)
+
+
+def _leaf_items(validator: Validator, items: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    """The 2020-12 `items` keyword (this schema has no prefixItems and no `items: false`), passing leaves skipped."""
+    if not validator.is_type(instance, "array"):
+        return
+    if "prefixItems" in schema or isinstance(items, bool):
+        yield from _STANDARD_ITEMS(validator, items, instance, schema)
+        return
+    for index, item in enumerate(instance):
+        if not _passes_leaf(items, item):
+            yield from validator.descend(instance=item, schema=items, path=index)
+
+
+_STANDARD_ITEMS = Draft202012Validator.VALIDATORS["items"]
 
 
 @functools.cache
 def _validator() -> Validator:
     # Built once: constructing the validator costs far more than checking a blueprint.
-    cls = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern, "$ref": _cached_ref})
+    cls = validators.extend(
+        Draft202012Validator,
+        {"pattern": _ecma_pattern, "$ref": _cached_ref, "properties": _leaf_properties, "items": _leaf_items},
+    )
     validator: Validator = cls(load_schema())
     return validator
 
@@ -341,7 +501,7 @@ def _not_allowed(error: ValidationError, doc: Document, path: JsonPath) -> Diagn
     )
     message = f"invalid value {_got_value(doc, path, value)} for {_name(path)}: {expected}"
     hint = _about(error.schema)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(allowed) > 1:  # one allowed value: the message names it already
         words = [a for a in allowed if isinstance(a, str)]
         # Compare case-insensitively so `noschedule` finds NoSchedule, but suggest the real spelling.
         lowered = {a.lower(): a for a in words}

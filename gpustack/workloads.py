@@ -1,9 +1,10 @@
-"""Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs and Volcano Jobs with correct GPU scheduling.
+"""Workloads as ready-to-use objects: Deployments, StatefulSets, Jobs, Volcano Jobs, JobSets and LeaderWorkerSets
+with correct GPU scheduling.
 
 Everything that makes a GPU pod land is derived, never typed twice: tolerations come from exactly its pool's
-taints, the required node affinity is gpustack's own pool label (GFD's product label changes with sharing:
-`-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones `Context.requests` resolved
-against what the pool advertises, with requests equal to limits.
+taints, the required node affinity is gpustack's own pool label or a selector pool's selector (GFD's product
+label changes with sharing: `-SHARED`, `-MIG-3g.40gb`), and the GPU resource names and amounts are the ones
+`Context.requests` resolved against what the pool advertises, with requests equal to limits.
 
 The workloads family lives below the checks, not in compile/: the template check (checks/templates.py) renders each
 workload's template exactly as compile does, through `workload_manifests`, so `validate` fails exactly where
@@ -13,7 +14,6 @@ workload's template exactly as compile does, through `workload_manifests`, so `v
 from __future__ import annotations
 
 import math
-from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from gpustack.context import Context
@@ -33,32 +33,40 @@ from gpustack.names import (
     priority_class_name,
 )
 from gpustack.needs import Requests
-from gpustack.offers import offer_for
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.quantity import GIB, parse_quantity
+from gpustack.rendezvous import MASTER_PORT, derived_command, training_shape
 from gpustack.schedulers import queue_name
+from gpustack.selection import node_selector_term
+from gpustack.sizing import size_pod
+from gpustack.taints import toleration_for
 from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
 
 FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
 PORT_NAME = "http"
 PROBE_PERIOD_SECONDS = 10
-# Without nodeResources in the pool, a pod gets this much CPU and memory unless the workload says otherwise.
-FALLBACK_CPU = "2"
-FALLBACK_MEMORY = "8Gi"
-# Share of a node's allocatable CPU/memory handed out with its GPUs: the rest is left to DaemonSets (device
-# plugin, GFD, DCGM exporter, CNI), so a pod taking all of a node's GPUs still fits on it.
-NODE_SHARE = Decimal("0.9")
+# On a pod whose CPU and memory gpustack sized (sizing.py): where the amounts came from, so none is a silent default.
+SIZED_FROM_ANNOTATION = "gpustack.io/resources-from"
 JOB_BACKOFF_LIMIT = 3
 VOLCANO_MAX_RETRY = 3
-VOLCANO_TASK = "worker"
+# Volcano's pytorch plugin finds rank 0 in the task it names master and numbers the worker task's pods 1..n.
+VOLCANO_MASTER_TASK = "master"
+VOLCANO_WORKER_TASK = "worker"
 SHM_VOLUME = "dshm"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+JOBSET_REPLICATED_JOB = "workers"
+JOBSET_MAX_RESTARTS = 3
+# Kubernetes sets it on every pod of an Indexed Job: the pod's index, which is its node rank.
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+TORCHRUN_PORT = 29500  # torchrun's own default master port
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+# LeaderWorkerSet labels each pod with its index in the group; the leader is 0.
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 def compile_workloads(ctx: Context) -> FamilyOutput:
     output = FamilyOutput()
-    for workload in ctx.blueprint.workloads:
-        objects, problems = workload_manifests(ctx, workload)
+    for workload, objects, problems in workload_outputs(ctx):
         # Only for a blueprint that skipped validation: checks/templates.py reports these before compile runs.
         output.diagnostics.extend(problems)
         file = f"workloads/{workload.tenant}/{workload.name}.yaml"
@@ -88,6 +96,45 @@ def workload_manifests(ctx: Context, workload: Workload) -> tuple[list[Object], 
     return objects, []
 
 
+def workload_outputs(ctx: Context) -> list[tuple[Workload, list[Object], list[Diagnostic]]]:
+    """Every workload's objects (or its GS606 errors), in blueprint order. A rendered object may not take the identity
+    of one gpustack generates or another template renders: kustomize refuses the whole output over one duplicate,
+    and the later object would silently replace the earlier."""
+    built = [(workload, *workload_manifests(ctx, workload)) for workload in ctx.blueprint.workloads]
+    taken = {identity(obj): None for _, objects, _ in built for obj in objects[:-1]}
+    taken.update(
+        {identity(objects[-1]): None for workload, objects, _ in built if workload.template is None and objects}
+    )
+    out: list[tuple[Workload, list[Object], list[Diagnostic]]] = []
+    for workload, objects, problems in built:
+        if workload.template is not None and objects:
+            rendered = identity(objects[-1])
+            if rendered in taken:
+                out.append((workload, [], [duplicate_identity(ctx, workload, objects[-1])]))
+                continue
+            taken[rendered] = None
+        out.append((workload, objects, problems))
+    return out
+
+
+def identity(obj: Object) -> tuple[str, str, str, str]:
+    """(API group, kind, namespace, name): what kustomize and the API server tell objects apart by."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    metadata = obj.get("metadata", {})
+    return (group, str(obj.get("kind")), str(metadata.get("namespace", "")), str(metadata.get("name")))
+
+
+def duplicate_identity(ctx: Context, workload: Workload, obj: Object) -> Diagnostic:
+    _, kind, namespace, name = identity(obj)
+    return ctx.error(
+        "GS606",
+        (*workload.path, "template"),
+        f"workload '{workload.name}': template {workload.template} renders {kind} '{name}' in namespace "
+        f"'{namespace}', which another object of the output already is: one would replace the other",
+        "give the rendered object a name of its own (gpustack names a workload's objects after the workload)",
+    )
+
+
 def workload_objects(
     ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
 ) -> list[Object]:
@@ -97,6 +144,8 @@ def workload_objects(
     queued = tenant is not None and tenant.scheduler is Scheduler.KUEUE
     # A DRA pool's pods claim devices from a ResourceClaimTemplate, which goes before the workload.
     template = claim_template(ctx, workload.name, namespace, pool.name, requests) if is_dra(pool) else None
+    if template is not None:  # labelled like the workload's other objects: its tenant owns it (review, admission)
+        template["metadata"]["labels"] = workload_labels(workload)
     claims = [template] if template is not None else []
     if workload.kind is WorkloadKind.DEPLOYMENT:
         services = [service(workload, namespace)] if workload.serve is not None else []
@@ -109,14 +158,21 @@ def workload_objects(
         ]
     if workload.kind is WorkloadKind.JOB:
         return [*claims, queue_label(batch_job(workload, namespace, pod), queued=queued)]
+    if workload.kind is WorkloadKind.JOB_SET:
+        return [*claims, queue_label(job_set(workload, namespace, pod), queued=queued)]
+    if workload.kind is WorkloadKind.LEADER_WORKER_SET:
+        # The workers run the leader's pod without its port and probes: only the leader serves (vLLM, SGLang).
+        worker = pod_template(ctx, workload, pool, tenant, requests, leader=False)
+        services = [service(workload, namespace, leaders_only=True)] if workload.serve is not None else []
+        return [*claims, *services, queue_label(leader_worker_set(workload, namespace, pod, worker), queued=queued)]
     return [*claims, volcano_job(workload, namespace, pod, tenant)]
 
 
 def queue_label(obj: Object, *, queued: bool) -> Object:
     """A Kueue tenant's workload names its LocalQueue: Kueue suspends it until the tenant's ClusterQueue admits it.
 
-    On the workload object only: Kueue's Job, Deployment and StatefulSet integrations read it there and manage the
-    pods themselves.
+    On the workload object only: Kueue's Job, Deployment, StatefulSet, JobSet and LeaderWorkerSet integrations read
+    it there and manage the pods themselves (a JobSet is admitted as one Workload, a LeaderWorkerSet group as one).
     """
     if queued:
         obj["metadata"]["labels"][KUEUE_QUEUE_LABEL] = KUEUE_LOCAL_QUEUE
@@ -159,22 +215,13 @@ def _metadata(workload: Workload, namespace: str, name: str | None = None) -> di
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     """Exactly the pool's taints, tolerated: no more (that would open other pools), no less (Pending)."""
-    result = []
-    for taint in pool.taints:
-        if taint.value is None:
-            result.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-        else:
-            result.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
-    return result
+    return [toleration_for(taint).as_object() for taint in pool.taints]
 
 
-def affinity(workload: Workload) -> dict[str, Any]:
+def affinity(workload: Workload, pool: NodePool) -> dict[str, Any]:
+    # A selector pool is found by its selector (the labels its provider sets), a static one by gpustack's pool label.
     node: dict[str, Any] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": [workload.pool]}]}
-            ]
-        }
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [node_selector_term(pool)]}
     }
     if workload.prefer:
         node["preferredDuringSchedulingIgnoredDuringExecution"] = [
@@ -191,22 +238,6 @@ def affinity(workload: Workload) -> dict[str, Any]:
     return {"nodeAffinity": node}
 
 
-def cpu_and_memory(workload: Workload, pool: NodePool, requests: Requests, ctx: Context) -> tuple[str, str]:
-    """The workload's CPU and memory, or the node share that goes with its GPUs, or a fallback."""
-    cpu, memory = workload.cpu, workload.memory
-    offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource)
-    node = pool.node_resources
-    if offer is not None and offer.per_node > 0 and node is not None:
-        share = Decimal(requests.items[0][1]) / Decimal(offer.per_node) * NODE_SHARE
-        if cpu is None and node.cpu is not None:
-            cores = (parse_quantity(node.cpu) * share).to_integral_value(rounding=ROUND_FLOOR)
-            cpu = str(max(int(cores), 1))
-        if memory is None and node.memory is not None:
-            gib = (parse_quantity(node.memory) * share / GIB).to_integral_value(rounding=ROUND_FLOOR)
-            memory = f"{max(int(gib), 1)}Gi"
-    return cpu or FALLBACK_CPU, memory or FALLBACK_MEMORY
-
-
 def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, Any]:
     # Requests == limits everywhere: extended resources must (Kubernetes rejects anything else), and for CPU and
     # memory it makes the pod Guaranteed, which the CPU and Topology Managers need to align CPUs with GPUs.
@@ -214,8 +245,11 @@ def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, 
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
+MULTI_NODE_KINDS = (WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET, WorkloadKind.LEADER_WORKER_SET)
+
+
 def uses_nccl(workload: Workload) -> bool:
-    return workload.kind is WorkloadKind.VOLCANO_JOB or workload.nccl is not None
+    return workload.kind in MULTI_NODE_KINDS or workload.nccl is not None
 
 
 def needs_shm(workload: Workload) -> bool:
@@ -223,8 +257,24 @@ def needs_shm(workload: Workload) -> bool:
     return uses_nccl(workload) or workload.gpu.count > 1
 
 
-def environment(workload: Workload) -> list[dict[str, str]]:
-    env: dict[str, str] = {"NVIDIA_DRIVER_CAPABILITIES": DRIVER_CAPABILITIES}
+def rendezvous_environment(workload: Workload) -> dict[str, str | dict[str, Any]]:
+    """What torchrun needs in a JobSet pod, as Volcano's pytorch plugin provides it in a VolcanoJob's: rank 0's
+    address (its pod's hostname under the JobSet's headless Service), the port, the number of pods and this pod's
+    rank (its completion index)."""
+    if workload.kind is not WorkloadKind.JOB_SET:
+        return {}
+    host = f"{workload.name}-{JOBSET_REPLICATED_JOB}-0-0.{service_name(workload)}"
+    return {
+        "MASTER_ADDR": host,
+        "MASTER_PORT": str(TORCHRUN_PORT),
+        "WORLD_SIZE": str(workload.pods),
+        "RANK": {"fieldRef": {"fieldPath": COMPLETION_INDEX}},
+    }
+
+
+def environment(workload: Workload) -> list[dict[str, Any]]:
+    env: dict[str, str | dict[str, Any]] = {"NVIDIA_DRIVER_CAPABILITIES": DRIVER_CAPABILITIES}
+    env.update(rendezvous_environment(workload))
     if uses_nccl(workload):
         nccl = workload.nccl
         env["NCCL_DEBUG"] = (nccl.debug if nccl is not None else None) or "WARN"
@@ -238,7 +288,10 @@ def environment(workload: Workload) -> list[dict[str, str]]:
         # The user's value wins; CUDA_VISIBLE_DEVICES never goes out (GS602: it fights the device plugin).
         if key != "CUDA_VISIBLE_DEVICES":
             env[key] = str(value)
-    return [{"name": key, "value": value} for key, value in env.items()]
+    return [
+        {"name": key, "valueFrom": value} if isinstance(value, dict) else {"name": key, "value": value}
+        for key, value in env.items()
+    ]
 
 
 def probes(workload: Workload) -> dict[str, Any]:
@@ -263,47 +316,62 @@ def probes(workload: Workload) -> dict[str, Any]:
     }
 
 
-def container(ctx: Context, workload: Workload, pool: NodePool, requests: Requests) -> dict[str, Any]:
-    cpu, memory = cpu_and_memory(workload, pool, requests, ctx)
+def container(
+    ctx: Context, workload: Workload, pool: NodePool, requests: Requests, *, leader: bool = True
+) -> dict[str, Any]:
+    cpu, memory, _ = size_pod(ctx, workload, pool, requests)
     spec: dict[str, Any] = {"name": workload.name, "image": workload.image}
-    if workload.command:
-        spec["command"] = list(workload.command)
+    command = launch_command(workload)
+    if command:
+        spec["command"] = list(command)
     if workload.args:
         spec["args"] = list(workload.args)
-    if workload.serve is not None:
+    if workload.serve is not None and leader:
         spec["ports"] = [{"name": PORT_NAME, "containerPort": workload.serve.port, "protocol": "TCP"}]
     spec["env"] = environment(workload)
     spec["resources"] = container_resources(cpu, memory, requests)
-    spec.update(probes(workload))
+    if leader:
+        spec.update(probes(workload))
     if needs_shm(workload):
         spec["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     spec["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     return spec
 
 
+def launch_command(workload: Workload) -> tuple[str, ...]:
+    """The command as written, with a multi-node torchrun launch given the job's shape and rendezvous endpoint."""
+    shape = training_shape(workload)
+    if shape is None:
+        return workload.command
+    return derived_command(workload.command, workload.args, shape)
+
+
 def pod_template(
-    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests
+    ctx: Context, workload: Workload, pool: NodePool, tenant: Tenant | None, requests: Requests, *, leader: bool = True
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {"labels": workload_labels(workload)}
+    sized_from = size_pod(ctx, workload, pool, requests)[2]
+    if sized_from != "resources":
+        metadata["annotations"] = {SIZED_FROM_ANNOTATION: sized_from}
     name = scheduler_name(ctx, pool, tenant)
     # A VolcanoJob names its scheduler and queue on the Job; the controller copies them to the pods.
     if name is not None and workload.kind is not WorkloadKind.VOLCANO_JOB:
         spec["schedulerName"] = name
         if name == VOLCANO_SCHEDULER and tenant is not None:
             # Volcano puts a pod of no Volcano Job in a PodGroup of one, in the queue this annotation names.
-            metadata["annotations"] = {VOLCANO_QUEUE_ANNOTATION: queue_name(tenant)}
+            metadata.setdefault("annotations", {})[VOLCANO_QUEUE_ANNOTATION] = queue_name(tenant)
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
     spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    spec["affinity"] = affinity(workload)
+    spec["affinity"] = affinity(workload, pool)
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
-    spec["containers"] = [container(ctx, workload, pool, requests)]
+    spec["containers"] = [container(ctx, workload, pool, requests, leader=leader)]
     if is_dra(pool):
         claim_devices(spec, workload.name, requests)
-    if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB):
+    if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):
         spec["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
@@ -320,13 +388,15 @@ def service_name(workload: Workload) -> str:
     return f"svc-{workload.name}"[:63].rstrip("-")
 
 
-def service(workload: Workload, namespace: str, *, headless: bool = False) -> Object:
+def service(workload: Workload, namespace: str, *, headless: bool = False, leaders_only: bool = False) -> Object:
     spec: dict[str, Any] = {"type": "ClusterIP"}
     if headless:
         spec["clusterIP"] = "None"
         # Peers must find each other while they are still loading, before they report ready.
         spec["publishNotReadyAddresses"] = True
     spec["selector"] = selector_labels(workload)
+    if leaders_only:
+        spec["selector"][LWS_WORKER_INDEX_LABEL] = "0"  # requests go to each group's leader, which serves it
     if workload.serve is not None:
         spec["ports"] = [{"name": PORT_NAME, "port": workload.serve.port, "targetPort": PORT_NAME, "protocol": "TCP"}]
     metadata = _metadata(workload, namespace, service_name(workload))
@@ -395,14 +465,86 @@ def volcano_job(workload: Workload, namespace: str, pod: dict[str, Any], tenant:
     }
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
-    # svc: a headless Service and hostfile so workers find each other; env: VK_TASK_INDEX for each worker's rank.
-    spec["plugins"] = {"env": [], "svc": []}
+    # pytorch: MASTER_ADDR (the master task's first pod, through svc's headless Service), MASTER_PORT, WORLD_SIZE
+    # (pods) and RANK in every container, and the port opened; svc: that Service, each pod's hostname and subdomain;
+    # env: VK_TASK_INDEX. The plugin would turn svc on by itself: written out so the object says what runs.
+    spec["plugins"] = {
+        "env": [],
+        "pytorch": [f"--master={VOLCANO_MASTER_TASK}", f"--worker={VOLCANO_WORKER_TASK}", f"--port={MASTER_PORT}"],
+        "svc": [],
+    }
     # An evicted worker breaks the collective: restart the whole gang instead of leaving it hanging.
     spec["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
-    spec["tasks"] = [{"name": VOLCANO_TASK, "replicas": workers, "template": pod}]
+    # Rank 0 finishing means the run is over (every rank leaves the collective together).
+    master: dict[str, Any] = {
+        "name": VOLCANO_MASTER_TASK,
+        "replicas": 1,
+        "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+        "template": pod,
+    }
+    spec["tasks"] = [master]
+    if workers > 1:
+        spec["tasks"].append({"name": VOLCANO_WORKER_TASK, "replicas": workers - 1, "template": pod})
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": _metadata(workload, namespace),
         "spec": spec,
+    }
+
+
+def job_set(workload: Workload, namespace: str, pod: dict[str, Any]) -> Object:
+    """Multi-node training: one Indexed Job of `workers` pods, each reachable by hostname through the JobSet's
+    headless Service, the pod's completion index its rank."""
+    workers = workload.pods
+    job = {
+        "parallelism": workers,
+        "completions": workers,
+        "completionMode": "Indexed",
+        # A failed pod fails the Job and the JobSet restarts every Job: a collective cannot continue without a rank.
+        "backoffLimit": 0,
+        "template": pod,
+    }
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            # The controller creates the headless Service named subdomain (ready or not, so rank 0 resolves early).
+            "network": {
+                "enableDNSHostnames": True,
+                "subdomain": service_name(workload),
+                "publishNotReadyAddresses": True,
+            },
+            "failurePolicy": {"maxRestarts": JOBSET_MAX_RESTARTS},
+            "replicatedJobs": [{"name": JOBSET_REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
+        },
+    }
+
+
+def leader_worker_set(workload: Workload, namespace: str, leader: dict[str, Any], worker: dict[str, Any]) -> Object:
+    """Multi-node inference: `replicas` groups of `size` pods, each a leader and size-1 workers that start,
+    restart and roll together. LeaderWorkerSet sets LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX in
+    every container."""
+    return {
+        "apiVersion": LWS_API,
+        "kind": "LeaderWorkerSet",
+        "metadata": _metadata(workload, namespace),
+        "spec": {
+            "replicas": workload.replicas,
+            # The workers join the leader's address: create them once the leader pod exists.
+            "startupPolicy": "LeaderCreated",
+            # One group at a time without a surge group: a surge would need spare GPUs for a whole group.
+            "rolloutStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0},
+            },
+            "leaderWorkerTemplate": {
+                "size": workload.size or 1,
+                # A lost pod breaks the group's tensor-parallel ring: recreate the whole group.
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": leader,
+                "workerTemplate": worker,
+            },
+        },
     }

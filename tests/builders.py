@@ -13,12 +13,16 @@ from gpustack.validation import validate_text
 
 
 def blueprint(*pools: dict, **spec: Any) -> Blueprint:
-    """A blueprint from plain data, checked to be valid first: compile only ever sees valid ones."""
+    """A blueprint from plain data, checked to be valid first: compile only ever sees valid ones.
+
+    The standalone device-plugin stack unless `stack` says otherwise: most unit tests look at the plugin's own
+    chart values; the GPU Operator stack (the format's default) has its own tests.
+    """
     data = {
         "apiVersion": "gpustack.io/v1alpha1",
         "kind": "ClusterBlueprint",
         "metadata": {"name": "test"},
-        "spec": {"kubernetes": {"version": "1.31"}, **spec, "nodePools": list(pools)},
+        "spec": {"kubernetes": {"version": "1.31"}, "stack": "device-plugin", **spec, "nodePools": list(pools)},
     }
     result = validate_text(json.dumps(data), "test.json")  # JSON is YAML, and never has anchors
     assert result.ok, [d.message for d in result.diagnostics]

@@ -39,6 +39,7 @@ import pytest
 import yaml
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
+from conftest import missing_reference
 from referencing import Registry, Resource
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -249,7 +250,12 @@ def crds_available() -> bool:
 def skip_without_crds() -> None:
     """Skip the calling test when the shared conformance CRDs are not beside the repository."""
     if not crds_available():
-        pytest.skip(f"upstream CRDs not found at {CRD_DIR} (../shared/conformance/crds is absent)")
+        pytest.skip(
+            missing_reference(
+                "The custom resource definitions of Kueue, Volcano and the GPU Operator",
+                "the objects gpustack writes for them against their real schemas",
+            )
+        )
 
 
 def _crd_path(crd_file: str | Path) -> Path:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpustack.capacity import Capacity, capacity_data, measure_capacity, render_chart
+from gpustack.capacity import Capacity, capacity_data, measure_capacity
+from gpustack.capacity_chart import chart_rows, render_chart
 from gpustack.catalog import load_catalog
 from gpustack.context import Context
 from gpustack.validation import validate_path
@@ -79,8 +80,7 @@ def test_data_and_chart_are_deterministic(seed: Capacity) -> None:
     data = capacity_data(seed, "seed.yaml")
     assert data == capacity_data(seed, "seed.yaml")
     assert render_chart(data) == render_chart(capacity_data(measure(BLUEPRINTS / "seed-article.yaml"), "seed.yaml"))
-    chart = render_chart(data)
-    assert chart.count("<g>") == sum(len(p["units"]) for p in data["pools"]) + sum(
+    assert len(chart_rows(data)) == sum(len(p["units"]) for p in data["pools"]) + sum(
         len(t["grants"]) for t in data["tenants"]
     )
 
@@ -88,3 +88,19 @@ def test_data_and_chart_are_deterministic(seed: Capacity) -> None:
 def test_chart_escapes_text() -> None:
     data = {"blueprint": "a<b", "pools": [], "tenants": []}
     assert "a&lt;b" in render_chart(data)
+
+
+def test_a_gang_the_pool_or_quota_cannot_hold_whole_is_flagged() -> None:
+    # Three 8-GPU workers of a JobSet: two eight-GPU nodes and a 16-GPU quota each hold only two at once.
+    gang = measure(CASES / "jobset-gang" / "blueprint.yaml")
+    assert [message for _, message in gang.warnings] == [
+        "workload 'pretrain' starts 3 pods together (all or none), each asking 8 nvidia.com/gpu; pool 'h100' holds "
+        "at most 2 such pods at once, so it never starts",
+        "workload 'pretrain' starts 3 pods together (all or none), 24 nvidia.com/gpu in all; tenant 'research' may "
+        "hold at most 16, so it is never admitted whole",
+    ]
+    # A LeaderWorkerSet's gang is one group (2 pods), not all its groups: one group fits on three nodes.
+    groups = measure(CASES / "lws-groups" / "blueprint.yaml")
+    assert groups.warnings == ()
+    # The seed article's VolcanoJob (4 x 2 H100s on four 8-GPU nodes, 32 GPUs of quota) fits whole.
+    assert not any("all or none" in message for _, message in measure(BLUEPRINTS / "seed-article.yaml").warnings)

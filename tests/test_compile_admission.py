@@ -32,12 +32,14 @@ from conftest import BLUEPRINTS, CASES
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
-from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission, describe_taint
+from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission
 from gpustack.context import Context
-from gpustack.model import Blueprint, Scheduler, SharingStrategy
-from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.model import PRIORITY_VALUES, Blueprint, Scheduler, SharingStrategy
+from gpustack.names import DEVICE_ENV, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import Plan
+from gpustack.taints import taint_text
 from gpustack.validation import validate_path, validate_text
+from gpustack.workload_templates import allowed_priority_classes
 
 CORPUS = CASES / "admission"
 TEST_BLUEPRINTS = CORPUS / "blueprints"
@@ -53,6 +55,8 @@ WRAPPERS = (
     "CronJob",
     "ReplicationController",
     "VolcanoJob",
+    "JobSet",
+    "LeaderWorkerSet",
 )
 
 
@@ -125,7 +129,7 @@ def wrap(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """`spec` as the pod template of `kind`, the way a user would write that object."""
     labels = {"app": name}
     template = {"metadata": {"labels": labels}, "spec": copy.deepcopy(spec)}
-    if kind in ("Job", "CronJob", "VolcanoJob"):
+    if kind in ("Job", "CronJob", "VolcanoJob", "JobSet"):
         template["spec"]["restartPolicy"] = "Never"
     metadata = {"name": name}
     selector = {"matchLabels": labels}
@@ -143,6 +147,14 @@ def wrap(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if kind == "ReplicationController":
         body = {"selector": labels, "template": template}
         return {"apiVersion": "v1", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "JobSet":
+        job = {"name": "workers", "replicas": 1, "template": {"spec": {"template": template}}}
+        body = {"replicatedJobs": [job]}
+        return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "LeaderWorkerSet":
+        # Only the worker template: the leader's defaults to it, so the policy must read it there.
+        body = {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": metadata, "spec": body}
     # Volcano's webhook would default the Job's schedulerName to volcano; without it the pods' own scheduler
     # decides, so a wrapped pod keeps the outcome it has alone (schedulers.yaml covers the Job-level name).
     task = {"name": "worker", "replicas": 1, "template": template}
@@ -229,6 +241,11 @@ def pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj["spec"]
     if obj["apiVersion"].startswith("batch.volcano.sh"):
         templates = [task["template"] for task in spec["tasks"]]
+    elif obj["kind"] == "JobSet":
+        templates = [job["template"]["spec"]["template"] for job in spec["replicatedJobs"]]
+    elif obj["kind"] == "LeaderWorkerSet":
+        group = spec["leaderWorkerTemplate"]
+        templates = [group[role] for role in ("leaderTemplate", "workerTemplate") if role in group]
     elif "template" in spec:
         templates = [spec["template"]]
     else:
@@ -344,7 +361,7 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
         for taint in foreign.taints:
             if (taint.key, taint.value, taint.effect) in own_taints:
                 continue  # pools that share a taint are told apart by their labels
-            text = describe_taint(taint)
+            text = taint_text(taint)
             message = f"tenant {name} may not tolerate {text}"
             toleration = taint_toleration(taint.key, taint.value, taint.effect)
             yield who.case(blueprint, f"tolerates/{foreign.name}/{text}", pod("t", tolerations=[toleration]), message)
@@ -394,6 +411,59 @@ def sweep_tenant(ctx: Context, blueprint: str, who: Who) -> Iterator[Case]:
         yield who.case(blueprint, f"scheduler/{scheduler}", pod("x", schedulerName=scheduler), message)
     for scheduler in sorted(who.schedulers):
         yield who.case(blueprint, f"own-scheduler/{scheduler}", pod("x", schedulerName=scheduler))
+    yield from sweep_devices(blueprint, who, f"tenant {name}")
+    # H3: a resource name only pools it is not granted advertise is refused, whatever the taints; the namespace
+    # LimitRange's default of "0" is no request.
+    own_resources = {o.resource for p in own for o in ctx.offers[p.name]}
+    others = {o.resource for p in ctx.blueprint.pools if p.name not in who.pools for o in ctx.offers[p.name]}
+    for resource in sorted(others - own_resources):
+        message = f"tenant {name} may not request {resource}: only pools it is not granted advertise it"
+        yield who.case(blueprint, f"foreign-resource/{resource}", gpu_pod("f", resource, "1"), message)
+        yield who.case(blueprint, f"foreign-resource-zero/{resource}", gpu_pod("f", resource, "0"))
+    # M3: its own priority class and lower ones; never a higher one or system-*.
+    tenant = ctx.tenants.get(name)
+    allowed = allowed_priority_classes(ctx, name) if tenant is not None else []
+    for level in PRIORITY_VALUES:
+        obj = pod("p", priorityClassName=f"gpustack-{level}")
+        refused = (
+            None if f"gpustack-{level}" in allowed else f"tenant {name} may not use PriorityClass gpustack-{level}"
+        )
+        yield who.case(blueprint, f"priority/{level}", obj, refused)
+    message = f"tenant {name} may not use PriorityClass system-cluster-critical: its pods may name only"
+    yield who.case(blueprint, "priority/system", pod("p", priorityClassName="system-cluster-critical"), message)
+
+
+def gpu_pod(name: str, resource: str, amount: str, **spec: Any) -> dict[str, Any]:
+    obj = pod(name, **spec)
+    obj["spec"]["containers"] = [
+        {**CONTAINER, "resources": {"requests": {resource: amount}, "limits": {resource: amount}}}
+    ]
+    return obj
+
+
+def sweep_devices(blueprint: str, who: Who, words: str) -> Iterator[Case]:
+    """H4: env and mounts the NVIDIA container toolkit reads as a device request, wherever gpustack polices pods."""
+    for variable in DEVICE_ENV:
+        obj = pod("v")
+        obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": variable, "value": "all"}]}]
+        yield who.case(blueprint, f"device-env/{variable}", obj, f"{words} may not set env {variable}: ")
+        obj = copy.deepcopy(obj)
+        obj["spec"]["initContainers"] = obj["spec"].pop("containers")
+        obj["spec"]["containers"] = [CONTAINER]
+        yield who.case(blueprint, f"device-env-init/{variable}", obj, f"{words} may not set env {variable}: ")
+    obj = pod("c")
+    obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"}]}]
+    yield who.case(
+        blueprint, "driver-capabilities-without-gpu", obj, f"{words} may not set env NVIDIA_DRIVER_CAPABILITIES"
+    )
+    obj = pod("m")
+    mount = {"name": "x", "mountPath": "/var/run/nvidia-container-devices/all"}
+    obj["spec"]["containers"] = [{**CONTAINER, "volumeMounts": [mount]}]
+    message = f"{words} may not set a mount at /var/run/nvidia-container-devices/all"
+    yield who.case(blueprint, "device-mount", obj, message)
+    obj = pod("ok")
+    obj["spec"]["containers"] = [{**CONTAINER, "env": [{"name": "NVIDIA_API_KEY", "value": "x"}]}]
+    yield who.case(blueprint, "other-nvidia-env", obj)
 
 
 def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
@@ -404,7 +474,7 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
     granted_taints = {(t.key, t.value, t.effect) for p in granted for t in p.taints}
     for pool in granted:
         for taint in pool.taints:
-            text = describe_taint(taint)
+            text = taint_text(taint)
             tenants = ctx.tenants_by_pool[pool.name]
             owner = f"tenant {tenants[0]}" if len(tenants) == 1 else f"tenants {', '.join(tenants[:-1])} and "
             message = f"namespace team-x belongs to no tenant: it may not tolerate {text}, the taint of "
@@ -420,7 +490,7 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
             if (taint.key, taint.value, taint.effect) in granted_taints:
                 continue  # a taint it shares with a granted pool stays closed
             obj = pod("o", tolerations=[taint_toleration(taint.key, taint.value, taint.effect)])
-            yield nobody.case(blueprint, f"ungranted/{pool.name}/{describe_taint(taint)}", obj)
+            yield nobody.case(blueprint, f"ungranted/{pool.name}/{taint_text(taint)}", obj)
     tainted = [p for p in granted if p.taints]
     if tainted:
         resource = ctx.offers[tainted[0].name][0].resource
@@ -430,6 +500,18 @@ def sweep_non_tenant(ctx: Context, blueprint: str) -> Iterator[Case]:
         message = "namespace team-x belongs to no tenant: a pod that requests GPUs may not use a wildcard toleration"
         yield nobody.case(blueprint, "wildcard-gpu", obj, message)
     yield nobody.case(blueprint, "wildcard-cpu", pod("a", tolerations=[{"operator": "Exists"}]))
+    yield from sweep_devices(blueprint, nobody, "namespace team-x")
+    others = {o.resource for p in ctx.blueprint.pools if p not in granted for o in ctx.offers[p.name]}
+    resources = sorted({o.resource for p in granted for o in ctx.offers[p.name]})
+    for resource in resources:
+        if resource not in others:
+            message = f"namespace team-x belongs to no tenant: it may not request {resource}: only pools granted"
+            yield nobody.case(blueprint, f"granted-resource/{resource}", gpu_pod("r", resource, "1"), message)
+    if resources:
+        obj = gpu_pod("s", resources[0], "1", priorityClassName="system-node-critical")
+        message = "a pod that requests the GPUs of pools granted to tenants may not use a system-* PriorityClass"
+        yield nobody.case(blueprint, "system-priority-gpu", obj, message)
+        yield nobody.case(blueprint, "system-priority-cpu", pod("s", priorityClassName="system-node-critical"))
     yield nobody.case(blueprint, "anything-else", pod("c", nodeName="node-1", schedulerName="custom-scheduler"))
 
 
@@ -526,7 +608,7 @@ def test_tenants_are_bound_by_namespace_name_and_system_namespaces_are_left_alon
             "matchExpressions": [{"key": NAME_LABEL, "operator": "In", "values": sorted(tenant.namespaces)}]
         }
     tenant_namespaces = sorted(ns for t in ctx.blueprint.tenants for ns in t.namespaces)
-    system = ["gpu-operator", "kube-system", "nvidia-device-plugin"]
+    system = ["gpu-operator", "kube-system"]  # the GPU Operator runs the plugin and the MIG manager there
     assert bindings[UNKNOWN_TENANT_POLICY]["matchExpressions"] == [
         {"key": TENANT_LABEL, "operator": "Exists"},
         {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(system + tenant_namespaces)},
@@ -539,6 +621,8 @@ def test_tenants_are_bound_by_namespace_name_and_system_namespaces_are_left_alon
 
 def test_a_system_namespace_handed_to_a_tenant_is_still_not_checked() -> None:
     data = yaml.safe_load(BLUEPRINT_FILES["quickstart"].read_text())
+    data["spec"]["stack"] = "device-plugin"  # the standalone plugin's namespace is a system one
+    data["spec"].pop("gpuOperator")
     data["spec"]["tenants"][0]["namespaces"] = ["ml", "nvidia-device-plugin"]
     result = validate_text(json.dumps(data), "system.json")
     # The validator refuses it (GS206), and warns that the tenant's quota now counts twice (GS507).
@@ -592,12 +676,16 @@ def test_a_pool_shared_by_every_tenant_is_still_closed_to_namespaces_without_one
     assert result.denials == [
         f"ValidatingAdmissionPolicy '{NON_TENANT_POLICY}' with binding '{NON_TENANT_POLICY}' denied request: "
         "namespace default belongs to no tenant: it may not tolerate gpustack.io/pool=a100:NoSchedule, the taint of "
-        "pool a100 (granted to tenants team-a and team-b) (and 1 more such taint)"
+        "pool a100 (granted to tenants team-a and team-b) (and 1 more such taint)",
+        f"ValidatingAdmissionPolicy '{NON_TENANT_POLICY}' with binding '{NON_TENANT_POLICY}' denied request: "
+        "namespace default belongs to no tenant: it may not request nvidia.com/gpu: only pools granted to tenants "
+        "advertise it",
     ]
 
 
-def test_no_granted_taint_means_no_policy_for_namespaces_without_a_tenant() -> None:
-    """Only pools granted to no tenant carry taints: nothing a namespace without a tenant may not tolerate."""
+def test_no_granted_taint_means_no_toleration_rule_for_namespaces_without_a_tenant() -> None:
+    """Only pools granted to no tenant carry taints: nothing a namespace without a tenant may not tolerate; the
+    device rules (H4) and the granted pools' resource names (H3) still hold."""
     data = yaml.safe_load(BLUEPRINT_FILES["multi-tenant"].read_text())
     for pool in data["spec"]["nodePools"]:
         pool.pop("taints", None)
@@ -606,8 +694,11 @@ def test_no_granted_taint_means_no_policy_for_namespaces_without_a_tenant() -> N
     data["spec"]["nodePools"].append(spare)
     result = validate_text(json.dumps(data), "untainted.json")
     assert result.blueprint is not None, [d.message for d in result.diagnostics]
-    names = {m.name for m in compile_blueprint(result.blueprint).by_family("admission")}
-    assert NON_TENANT_POLICY not in names and "gpustack-tenant-payments" in names
+    objects = compile_blueprint(result.blueprint).by_family("admission")
+    policies = {m.name: m.obj for m in objects if m.kind == "ValidatingAdmissionPolicy"}
+    assert "gpustack-tenant-payments" in policies
+    declared = {v["name"] for v in policies[NON_TENANT_POLICY]["spec"]["variables"]}
+    assert "grantedTaints" not in declared and {"runtimeRequests", "grantedOnlyRequests"} <= declared
 
 
 def test_output_is_deterministic_and_in_apply_order() -> None:

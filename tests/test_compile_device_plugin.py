@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from builders import blueprint, context
+from conftest import missing_reference
 from upstream_rules import device_plugin_config_errors
 
 from gpustack.compile.device_plugin import (
@@ -365,7 +366,11 @@ def _unknown_paths(ours: Any, chart: Any, path: str) -> list[str]:
 @pytest.mark.conformance
 def test_every_value_path_exists_in_the_chart_values() -> None:
     if not CHART_VALUES.exists():
-        pytest.skip(f"{CHART_VALUES} is absent: the chart's values.yaml is read from ../shared/conformance")
+        pytest.skip(
+            missing_reference(
+                "The NVIDIA device plugin chart's own values.yaml", "that every Helm value gpustack writes exists"
+            )
+        )
     chart = _shape(yaml.safe_load(CHART_VALUES.read_text(encoding="utf-8")))
     assert _unknown_paths(release(mixed()).values, chart, "") == []
     # The check itself notices a key the chart does not have.
@@ -391,7 +396,7 @@ for family in (device_plugin.compile_device_plugin, mig.compile_mig, nodes.compi
 def test_output_does_not_depend_on_hash_randomisation() -> None:
     path = REPO / "blueprints" / "seed-article.yaml"
     if not path.exists():
-        pytest.skip("blueprints/seed-article.yaml is absent")
+        pytest.skip("the example blueprint blueprints/seed-article.yaml was removed from this checkout")
     outputs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
@@ -406,4 +411,4 @@ def test_output_does_not_depend_on_hash_randomisation() -> None:
         )
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
-    assert "nvidia-device-plugin" in outputs[0]
+    assert "gpu-operator" in outputs[0]

@@ -26,6 +26,7 @@ from gpustack.mig import check_layout
 from gpustack.outputs import render_files
 from gpustack.plan import Plan
 from gpustack.validation import validate_path
+from gpustack.write import MANIFEST, MANIFEST_HEADER
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
@@ -114,11 +115,13 @@ def test_seed_traps_cannot_happen(example: Path) -> None:
             tolerated = {(t["key"], t.get("value"), t["effect"]) for t in spec.get("tolerations", [])}
             assert tolerated == {(t.key, t.value, t.effect) for t in pool.taints}, manifest.key
             terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            assert terms["nodeSelectorTerms"][0]["matchExpressions"][0] == {
-                "key": "gpustack.io/pool",
-                "operator": "In",
-                "values": [pool.name],
-            }
+            # A static pool by gpustack's pool label, a selector pool by exactly its selector.
+            expected = (
+                [{"key": "gpustack.io/pool", "operator": "In", "values": [pool.name]}]
+                if pool.selector is None
+                else [{"key": k, "operator": "In", "values": [v]} for k, v in pool.selector.match_labels]
+            )
+            assert terms["nodeSelectorTerms"] == [{"matchExpressions": expected}]
             if pool.allocation == "dra":
                 # A DRA pod claims its devices from a template of its own namespace, on a class of its own pool,
                 # and asks for no extended resource the DRA node does not advertise.
@@ -153,7 +156,7 @@ def test_seed_traps_cannot_happen(example: Path) -> None:
 def compile_in_subprocess(example: Path, out: Path, seed: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     subprocess.run(
-        [sys.executable, "-m", "gpustack", "compile", str(example), "-o", str(out)],
+        [sys.executable, "-m", "gpustack", "compile", str(example), "-d", str(out)],
         check=True,
         env=env,
         capture_output=True,
@@ -176,39 +179,39 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_check_reports_stale_and_current(tmp_path: Path) -> None:
     out = tmp_path / "out"
     example = str(BLUEPRINTS / "quickstart.yaml")
-    assert run("compile", example, "-o", str(out))[0] == 0
-    assert run("compile", example, "-o", str(out), "--check") == (0, f"{out} is up to date\n", "")
-    values = out / "device-plugin" / "values.yaml"
+    assert run("compile", example, "-d", str(out))[0] == 0
+    assert run("compile", example, "-d", str(out), "--check") == (0, f"{out} is up to date\n", "")
+    values = out / "gpu-operator" / "values.yaml"
     values.write_text(values.read_text() + "# hand edit\n")
     (out / "stray.yaml").write_text("x: 1\n")
-    code, stdout, _ = run("compile", example, "-o", str(out), "--check")
+    code, stdout, _ = run("compile", example, "-d", str(out), "--check")
     assert code == 1
-    assert "changed: device-plugin/values.yaml" in stdout and "-# hand edit" in stdout
+    assert "changed: gpu-operator/values.yaml" in stdout and "-# hand edit" in stdout
     assert "unexpected: stray.yaml" in stdout
 
 
 def test_invalid_blueprint_writes_nothing_and_keeps_previous_output(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    code, _, stderr = run("compile", str(CASES / "invalid" / "seed-a100-4x3g20gb.yaml"), "-o", str(out))
+    code, _, stderr = run("compile", str(CASES / "invalid" / "seed-a100-4x3g20gb.yaml"), "-d", str(out))
     assert code == 1
     assert "error[GS303]" in stderr and "nothing written" in stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    assert run("compile", str(CASES / "invalid" / "unknown-model.yaml"), "-o", str(tmp_path / "fresh"))[0] == 1
+    assert run("compile", str(CASES / "invalid" / "unknown-model.yaml"), "-d", str(tmp_path / "fresh"))[0] == 1
     assert not (tmp_path / "fresh").exists()
 
 
 def test_a_failed_write_leaves_the_previous_output_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     def broken_write(self: Path, *args: object, **kwargs: object) -> int:
         raise OSError("disk full")
 
     monkeypatch.setattr(Path, "write_text", broken_write)
-    code, _, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out))
+    code, _, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out))
     monkeypatch.undo()
     assert code == 1
     assert "GS901" in stderr and "disk full" in stderr and "previous output is left as it was" in stderr
@@ -218,45 +221,50 @@ def test_a_failed_write_leaves_the_previous_output_intact(tmp_path: Path, monkey
 
 def test_refuses_to_replace_a_directory_it_did_not_write(tmp_path: Path) -> None:
     (tmp_path / "mine.txt").write_text("precious")
-    code, _, stderr = run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(tmp_path))
+    code, _, stderr = run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(tmp_path))
     assert code == 1
     assert "GS901" in stderr
     assert (tmp_path / "mine.txt").read_text() == "precious"
 
 
 def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
-    code, stdout, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", "-")
+    code, stdout, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", "-")
     assert code == 0
     documents = list(yaml.safe_load_all(stdout))
     plan = compiled(BLUEPRINTS / "seed-article.yaml")
-    # Exactly what the kustomization applies: taint patches would take over each node's whole taint list.
-    assert documents == [m.obj for m in plan.objects if m.family != "node-taints"]
-    assert "not in the stream" in stderr and "device-plugin/values.yaml" in stderr
-    assert "node taint patch(es)" in stderr
+    # Exactly what the kustomization applies: no Node objects (applying one that does not exist creates it).
+    assert documents == [m.obj for m in plan.objects if m.family not in ("nodes", "node-taints")]
+    assert not [d for d in documents if d["kind"] == "Node"]
+    assert "not in the stream" in stderr and "gpu-operator/values.yaml" in stderr
+    assert "node label and taint patch(es)" in stderr
 
 
 def test_check_of_a_stream_is_a_usage_error() -> None:
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", "-", "--check")[0] == 2
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", "-", "--check")[0] == 2
 
 
 def test_a_killed_run_leaves_nothing_behind_and_its_output_is_recovered(tmp_path: Path) -> None:
     out = tmp_path / "out"
     example = str(BLUEPRINTS / "quickstart.yaml")
-    assert run("compile", example, "-o", str(out))[0] == 0
-    # A run killed while staging, and one killed between the fallback swap's two renames:
+    assert run("compile", example, "-d", str(out))[0] == 0
+    # A run killed while staging (it writes gpustack's manifest first), and one killed between the fallback swap's
+    # two renames; and a user's own folder that only looks like a leftover, which is never touched:
     (tmp_path / ".out.new-abc").mkdir()
+    (tmp_path / ".out.new-abc" / MANIFEST).write_text(MANIFEST_HEADER)
     out.rename(tmp_path / ".out.old-abc")
-    assert run("compile", example, "-o", str(out))[0] == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert run("compile", example, "-o", str(out), "--check")[0] == 0
+    (tmp_path / ".out.old-2024-01").mkdir()
+    (tmp_path / ".out.old-2024-01" / "notes.txt").write_text("jan")
+    assert run("compile", example, "-d", str(out))[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.old-2024-01", "out"]
+    assert run("compile", example, "-d", str(out), "--check")[0] == 0
 
 
 def test_replacing_output_swaps_it_whole(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-o", str(out))[0] == 0
-    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(out))[0] == 0
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out))[0] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-o", str(out), "--check")[0] == 0
+    assert run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out), "--check")[0] == 0
 
 
 def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:
@@ -264,10 +272,14 @@ def test_kustomization_lists_every_applied_manifest(tmp_path: Path) -> None:
     files = render_files(plan)
     kustomization = yaml.safe_load(files["kustomization.yaml"])
     listed = set(kustomization["resources"])
-    assert listed == {m.file for m in plan.objects if m.family != "node-taints"}
+    assert listed == {m.file for m in plan.objects if m.family not in ("nodes", "node-taints")}
     assert all(name in files for name in listed)
     assert "nodes/taints.yaml" in files and "nodes/taints.yaml" not in listed
+    assert "nodes/nodes.yaml" in files and "nodes/nodes.yaml" not in listed
     readme = files["README.md"]
-    assert "helm upgrade --install nvidia-device-plugin" in readme and "--version 0.20.0" in readme
+    assert "helm upgrade --install gpu-operator" in readme and "--version v26.7.0" in readme
+    assert readme.count("--wait --timeout") == len(plan.releases)
+    # The operator upgrades its CRDs in a hook that needs it (values.yaml: operator.upgradeCRD).
+    assert "-f gpu-operator/values.yaml --wait --timeout 15m --disable-openapi-validation" in readme
     for name in files:
         assert f"`{name}`" in readme or name == "README.md"

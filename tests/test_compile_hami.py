@@ -201,7 +201,8 @@ def diagnostics(**changes: Any) -> list[Diagnostic]:
     spec: dict[str, Any] = {"kubernetes": {"version": "1.31"}, "tenants": TENANTS, "workloads": WORKLOADS, **changes}
     spec["nodePools"] = spec.pop("pools", [L4_VGPU, T4_VGPU, H100])
     data = {"apiVersion": "gpustack.io/v1alpha1", "kind": "ClusterBlueprint", "metadata": {"name": "t"}, "spec": spec}
-    return list(validate_text(json.dumps(data), "test.json").diagnostics)
+    found = validate_text(json.dumps(data), "test.json").diagnostics
+    return [d for d in found if d.code != "GS705"]  # the sample's untainted pools: GS705 has cases of its own
 
 
 def codes(**changes: Any) -> list[str]:

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 import yaml
 from builders import blueprint, context
+from conftest import missing_reference
 from upstream_rules import mig_parted_config_errors, mig_profile_error
 
-from gpustack.compile.mig import compile_mig, mig_config_label
+from gpustack.compile.mig import build_config_map, compile_mig, mig_config_label
 from gpustack.mig import check_layout
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput
@@ -129,12 +130,16 @@ def test_labels_select_pool_configs_or_all_disabled() -> None:
     assert all(label in configs for label in labels.values() if label is not None)
 
 
-def test_mig_capable_gpus_alone_still_get_all_disabled() -> None:
-    output = compile_mig(context(blueprint(pool("whole", "H100-SXM5-80GB"))))
-    assert parsed(output) == {
+def test_mig_capable_gpus_alone_get_all_disabled_where_a_mig_manager_runs() -> None:
+    # The GPU Operator's MIG manager runs on every MIG-capable node: it must keep them whole.
+    ctx = context(blueprint(pool("whole", "H100-SXM5-80GB"), stack="gpu-operator"))
+    assert mig_config_label(ctx, ctx.pools["whole"]) == "all-disabled"
+    assert yaml.safe_load(build_config_map(ctx)["data"]["config.yaml"]) == {
         "version": "v1",
         "mig-configs": {"all-disabled": [{"devices": "all", "mig-enabled": False}]},
     }
+    # The standalone plugin with no MIG pool: no MIG manager runs, so nothing is written for one.
+    assert compile_mig(context(blueprint(pool("whole", "H100-SXM5-80GB")))) == FamilyOutput()
 
 
 def test_nothing_without_mig_capable_gpus() -> None:
@@ -209,7 +214,12 @@ def test_profile_syntax_rejects_malformed_names(profile: str, error: str) -> Non
 @pytest.mark.conformance
 def test_rules_accept_the_gpu_operators_own_config() -> None:
     if not DEFAULT_MIG_PARTED.exists():
-        pytest.skip(f"{DEFAULT_MIG_PARTED} is absent: the GPU Operator's default config is read from ../shared")
+        pytest.skip(
+            missing_reference(
+                "The GPU Operator's default MIG configuration (default-mig-parted-config.yaml)",
+                "gpustack's MIG rules against NVIDIA's own layouts",
+            )
+        )
     config_map = yaml.safe_load(DEFAULT_MIG_PARTED.read_text(encoding="utf-8"))
     config = yaml.safe_load(config_map["data"]["config.yaml"])
     assert len(config["mig-configs"]) > 50

@@ -21,9 +21,14 @@ from gpustack.compile.nodes import compile_nodes, node_labels, node_taints
 from gpustack.context import Context
 from gpustack.model import Blueprint
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.plan import Artifact, FamilyOutput
 
 LABEL_VALUE_MAX = 63
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # blueprint-format.md `label-value`
+
+
+def script_of(output: FamilyOutput) -> Artifact:
+    return next(a for a in output.artifacts if a.path == "nodes/label-nodes.sh")
 
 
 def pool(name: str, model: str = "L4", *, nodes: list[str], **extra: Any) -> dict:
@@ -154,7 +159,7 @@ def run_script(text: str, tmp_path: Path) -> list[list[str]]:
     """Run the script with a `kubectl` stub first on PATH; return each call's arguments."""
     sh = shutil.which("sh")
     if sh is None:
-        pytest.skip("no sh on PATH")
+        pytest.skip("the POSIX shell sh is not installed: this test runs the generated node script with it")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stub = bin_dir / "kubectl"
@@ -191,7 +196,7 @@ def expected_calls(ctx: Context) -> list[list[str]]:
 
 def test_script_runs_the_same_labels_and_taints(tmp_path: Path) -> None:
     ctx = context(sample())
-    (artifact,) = compile_nodes(ctx).artifacts
+    artifact = script_of(compile_nodes(ctx))
     assert artifact.path == "nodes/label-nodes.sh"
     assert artifact.text.startswith("#!/bin/sh\n")
     assert "\nset -eu\n" in artifact.text
@@ -206,7 +211,7 @@ def test_script_quotes_what_the_shell_would_interpret(tmp_path: Path) -> None:
         bp.pools[3], labels=(("note", "a b;$(touch pwned)'\""),), nodes=("node with space", "$HOME")
     )
     ctx = context(dataclasses.replace(bp, pools=(*bp.pools[:3], hostile)))
-    (artifact,) = compile_nodes(ctx).artifacts
+    artifact = script_of(compile_nodes(ctx))
     calls = run_script(artifact.text, tmp_path)
     assert calls == expected_calls(ctx)
     hami = ["gpustack.io/pool=hami", "gpu=on", "gpustack.io/device-plugin=hami"]
@@ -217,8 +222,8 @@ def test_script_quotes_what_the_shell_would_interpret(tmp_path: Path) -> None:
 def test_sh_parses_the_script_without_running_it(tmp_path: Path) -> None:
     sh = shutil.which("sh")
     if sh is None:
-        pytest.skip("no sh on PATH")
-    (artifact,) = compile_nodes(context(sample())).artifacts
+        pytest.skip("the POSIX shell sh is not installed: this test runs the generated node script with it")
+    artifact = script_of(compile_nodes(context(sample())))
     script = tmp_path / "label-nodes.sh"
     script.write_text(artifact.text, encoding="utf-8")
     subprocess.run([sh, "-n", str(script)], check=True)

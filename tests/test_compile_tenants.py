@@ -119,25 +119,40 @@ def test_quota_uses_requests_on_the_exact_resource_names_the_pools_advertise() -
     ctx = Context(bp, load_catalog())
     output = compile_tenants(ctx)
     hard = find(output, "ResourceQuota", QUOTA_NAME, "search-prod")["spec"]["hard"]
-    assert hard == {"requests.nvidia.com/gpu.shared": "8", "requests.nvidia.com/mig-3g.40gb": "4"}
+    # its own pools' resources, and a hard zero on what only other pools advertise (H3)
+    assert hard == {
+        "requests.nvidia.com/gpu": "0",
+        "requests.nvidia.com/gpu.shared": "8",
+        "requests.nvidia.com/gpucores": "0",
+        "requests.nvidia.com/gpumem": "0",
+        "requests.nvidia.com/mig-3g.40gb": "4",
+    }
+    everything = {o.resource for offers in ctx.offers.values() for o in offers}
     for manifest in output.objects:
         if manifest.kind != "ResourceQuota":
             continue
         tenant = next(t for t in bp.tenants if t.name == manifest.obj["metadata"]["labels"][TENANT_LABEL])
         advertised = {o.resource for pool in tenant.pools for o in ctx.offers[pool]}
-        for key in manifest.obj["spec"]["hard"]:
+        closed = {f"requests.{name}" for name in everything - advertised}
+        assert closed <= set(manifest.obj["spec"]["hard"])
+        for key, amount in manifest.obj["spec"]["hard"].items():
             # limits.<extended> is accepted by the apiserver and never enforced: only requests. may appear
             assert key.startswith("requests.") and not key.startswith("limits.")
-            assert key.removeprefix("requests.") in advertised
+            assert key.removeprefix("requests.") in advertised or (key in closed and amount == "0")
 
 
 def test_pools_sharing_a_resource_name_get_the_sum() -> None:
     hard = find(compiled(), "ResourceQuota", QUOTA_NAME, "research")["spec"]["hard"]
-    assert hard == {"requests.nvidia.com/gpu": "18"}
+    assert {k: v for k, v in hard.items() if v != "0"} == {"requests.nvidia.com/gpu": "18"}
 
 
-def test_a_tenant_without_quota_gets_no_resource_quota() -> None:
-    assert not [m for m in compiled().objects if m.kind == "ResourceQuota" and m.namespace == "sandbox"]
+def test_a_tenant_without_quota_gets_only_zeros_on_other_pools_resources() -> None:
+    hard = find(compiled(), "ResourceQuota", QUOTA_NAME, "sandbox")["spec"]["hard"]
+    assert hard == {"requests.nvidia.com/gpu.shared": "0", "requests.nvidia.com/mig-3g.40gb": "0"}
+    alone = blueprint(
+        [{"name": "v", "namespaces": ["v"], "pools": ["h100", "hami", "a100-mig", "l4-small", "l4-shared"]}]
+    )
+    assert not [m for m in compiled(alone).objects if m.kind == "ResourceQuota"]
 
 
 def test_short_quota_names_map_to_full_resource_names() -> None:
@@ -196,15 +211,16 @@ def test_limit_range_caps_gpus_per_container_at_the_most_one_node_offers() -> No
     # 8 A100s x 2 slices of 3g.40gb; 4 L4s x 4 time-slicing replicas
     assert item["max"] == {"nvidia.com/gpu.shared": "16", "nvidia.com/mig-3g.40gb": "16"}
     [item] = find(output, "LimitRange", LIMIT_RANGE_NAME, "research")["spec"]["limits"]
-    assert item["max"] == {"nvidia.com/gpu": "8"}  # the larger of 8-GPU and 2-GPU nodes
+    # the larger of 8-GPU and 2-GPU nodes; other pools' resources at 0 (HAMi's names are left to HAMi)
+    assert item["max"] == {"nvidia.com/gpu": "8", "nvidia.com/gpu.shared": "0", "nvidia.com/mig-3g.40gb": "0"}
 
 
 def test_limit_range_defaults_gpus_to_zero_so_cpu_pods_are_not_given_the_max() -> None:
     # LimitRanger defaults a missing `default` to `max`, and refuses containers without a limit on a `max`
     # resource: without an explicit 0 every CPU-only container in the namespace would get 8 GPUs.
     [item] = find(compiled(), "LimitRange", LIMIT_RANGE_NAME, "research")["spec"]["limits"]
-    assert item["default"] == {"nvidia.com/gpu": "0"}
-    assert item["defaultRequest"]["nvidia.com/gpu"] == item["default"]["nvidia.com/gpu"]
+    assert item["default"] == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "0", "nvidia.com/mig-3g.40gb": "0"}
+    assert all(item["defaultRequest"][name] == "0" for name in item["default"])
     assert set(item["max"]) == set(item["default"])
 
 
@@ -219,10 +235,11 @@ def test_limit_range_gives_containers_without_requests_cpu_and_memory() -> None:
 def test_limit_range_leaves_hami_resources_to_hami() -> None:
     [item] = find(compiled(), "LimitRange", LIMIT_RANGE_NAME, "sandbox")["spec"]["limits"]
     # the l4-small pool's 2 GPUs; the HAMi pool's gpu/gpumem/gpucores mean something else to HAMi
-    assert item["max"] == {"nvidia.com/gpu": "2"}
+    assert item["max"] == {"nvidia.com/gpu": "2", "nvidia.com/gpu.shared": "0", "nvidia.com/mig-3g.40gb": "0"}
     hami_only = blueprint([{"name": "v", "namespaces": ["v"], "pools": ["hami"]}])
     [item] = find(compiled(hami_only), "LimitRange", LIMIT_RANGE_NAME, "v")["spec"]["limits"]
-    assert "max" not in item and "default" not in item
+    # nothing of HAMi's names; only the other pools' own resources, closed at 0
+    assert item["max"] == item["default"] == {"nvidia.com/gpu.shared": "0", "nvidia.com/mig-3g.40gb": "0"}
 
 
 def test_no_tenants_no_objects() -> None:

@@ -134,16 +134,28 @@ def test_volcano_jobs_gang_all_workers_in_their_tenants_queue() -> None:
     for name, queue, workers in (("pretrain", "llm", 3), ("detect", "vision", 2)):
         spec = workload(name)["spec"]
         assert spec["schedulerName"] == "volcano" and spec["queue"] == queue
-        assert spec["minAvailable"] == workers == spec["tasks"][0]["replicas"]
+        assert spec["minAvailable"] == workers == sum(task["replicas"] for task in spec["tasks"])
+        assert [(t["name"], t["replicas"]) for t in spec["tasks"]] == [("master", 1), ("worker", workers - 1)]
         assert queue in queues()
+
+
+def test_volcano_jobs_rendezvous_through_the_pytorch_and_svc_plugins() -> None:
+    spec = workload("pretrain")["spec"]
+    # Volcano's pytorch plugin names rank 0's task and the port; svc gives the headless Service and hostnames
+    # MASTER_ADDR resolves through.
+    assert spec["plugins"] == {"env": [], "pytorch": ["--master=master", "--worker=worker", "--port=23456"], "svc": []}
+    master = spec["tasks"][0]
+    assert master["policies"] == [{"event": "TaskCompleted", "action": "CompleteJob"}]
 
 
 def test_a_volcano_tenants_other_pods_go_to_its_queue() -> None:
     template = workload("eval")["spec"]["template"]
     assert template["spec"]["schedulerName"] == "volcano"
-    assert template["metadata"]["annotations"] == {VOLCANO_QUEUE_ANNOTATION: "llm"}
+    assert template["metadata"]["annotations"][VOLCANO_QUEUE_ANNOTATION] == "llm"
     site = workload("site")["spec"]["template"]
-    assert "schedulerName" not in site["spec"] and "annotations" not in site["metadata"]
+    assert "schedulerName" not in site["spec"] and VOLCANO_QUEUE_ANNOTATION not in site["metadata"].get(
+        "annotations", {}
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -380,15 +380,28 @@ def test_volcano_job_gangs_all_workers() -> None:
     assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
     assert spec["schedulerName"] == "volcano" and spec["queue"] == "research"  # the tenant's Queue
     assert spec["minAvailable"] == 4
-    [task] = spec["tasks"]
-    assert task["name"] == "worker" and task["replicas"] == 4
-    assert set(spec["plugins"]) >= {"svc", "env"}
+    master, worker = spec["tasks"]
+    assert (master["name"], master["replicas"], worker["name"], worker["replicas"]) == ("master", 1, "worker", 3)
+    assert set(spec["plugins"]) >= {"svc", "env", "pytorch"}
     assert {"event": "PodEvicted", "action": "RestartJob"} in spec["policies"]
-    assert task["template"]["spec"]["restartPolicy"] == "Never"
+    assert master["template"]["spec"]["restartPolicy"] == worker["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_torchrun_gets_the_rendezvous_the_command_leaves_out() -> None:
+    # ddp writes --nproc_per_node and --nnodes in args (right): gpustack adds only the rendezvous, after torchrun.
+    for template in pod_specs(main_object(compiled(), "ddp")):
+        container = template["spec"]["containers"][0]
+        assert container["command"] == [
+            "torchrun",
+            "--node_rank=$(RANK)",
+            "--master_addr=$(MASTER_ADDR)",
+            "--master_port=$(MASTER_PORT)",
+        ]
+        assert container["args"] == ["--nproc_per_node=8", "--nnodes=4"]
 
 
 def test_nccl_environment_for_multi_node_training() -> None:
-    [template] = pod_specs(main_object(compiled(), "ddp"))
+    template = pod_specs(main_object(compiled(), "ddp"))[0]
     env = {e["name"]: e["value"] for e in template["spec"]["containers"][0]["env"]}
     assert env["NCCL_DEBUG"] == "WARN"
     assert env["NCCL_SOCKET_IFNAME"] == "eth0"
@@ -400,7 +413,7 @@ def test_nccl_environment_for_multi_node_training() -> None:
 
 def test_memory_backed_shm_for_multi_gpu_and_nccl_workloads() -> None:
     for name, wanted in (("ddp", True), ("batch", True), ("llm", False), ("notebook", False)):
-        [template] = pod_specs(main_object(compiled(), name))
+        template = pod_specs(main_object(compiled(), name))[0]
         volumes = template["spec"].get("volumes", [])
         mounts = template["spec"]["containers"][0].get("volumeMounts", [])
         has_shm = {"name": "dshm", "emptyDir": {"medium": "Memory"}} in volumes and {
@@ -450,6 +463,26 @@ def test_cpu_and_memory_share_the_node_with_the_gpus() -> None:
     [template] = pod_specs(main_object(compiled(), "notebook"))  # given in the blueprint
     requests = template["spec"]["containers"][0]["resources"]["requests"]
     assert (requests["cpu"], requests["memory"]) == ("3", "12Gi")
+
+
+def sized(workload: str) -> tuple[str, str, dict[str, str]]:
+    [template] = pod_specs(main_object(compiled(), workload))[:1]
+    requests = template["spec"]["containers"][0]["resources"]["requests"]
+    limits = template["spec"]["containers"][0]["resources"]["limits"]
+    assert (limits["cpu"], limits["memory"]) == (requests["cpu"], requests["memory"])
+    return requests["cpu"], requests["memory"], template["metadata"].get("annotations", {})
+
+
+def test_without_resources_or_node_resources_pods_are_sized_from_their_gpus() -> None:
+    # No silent 2 CPU / 8Gi: host memory covers the GPU memory the pod holds, 4 CPUs per GPU unit, and the pod
+    # says where the amounts came from.
+    cpu, memory, annotations = sized("batch")  # 2 x L4 (24Gi)
+    assert (cpu, memory, annotations["gpustack.io/resources-from"]) == ("8", "48Gi", "GPU memory")
+    cpu, memory, annotations = sized("ddp")  # 8 x H100 80GB
+    assert (cpu, memory) == ("32", "640Gi") and annotations["gpustack.io/resources-from"] == "GPU memory"
+    assert sized("vgpu")[1] == "10Gi"  # HAMi: the 10Gi of GPU memory it asked for
+    assert sized("notebook")[2] == {}  # given in the blueprint: nothing to explain
+    assert sized("llm")[2] == {"gpustack.io/resources-from": "node share"}
 
 
 def test_workloads_without_resolved_requests_are_skipped() -> None:
@@ -666,7 +699,9 @@ def test_rendered_pod_specs_keep_gpustacks_rules(workload: str, statement: str, 
         assert messages == []
         assert main_object(output, workload)["kind"] == main_object(compiled(), workload)["kind"]
     else:
-        assert len(messages) == 1 and fragment in messages[0], messages
+        # One message per pod template that breaks the rule: a VolcanoJob's master and worker tasks share one.
+        templates = len(pod_specs(main_object(compiled(), workload)))
+        assert len(messages) == templates and all(fragment in message for message in messages), messages
 
 
 def test_init_containers_are_checked_and_named() -> None:

@@ -25,6 +25,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import reset_options
 
 from gpustack.compile import compile_blueprint
+from gpustack.compile.nodes import FAMILY as NODES_FAMILY
 from gpustack.compile.nodes import TAINTS_FAMILY
 from gpustack.deploy import (
     FIELD_MANAGER_ANNOTATION,
@@ -79,18 +80,30 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.requests: list[Any] = []
+        self.reads: list[Any] = []
 
     def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
         self.requests.append(request)
         try:
             return super().RegisterResource(request)
         finally:
-            # The mock monitor runs in executor threads and gives each one an event loop it never closes;
-            # close it here, or its garbage collection warns (an error under this suite's filterwarnings).
-            if threading.current_thread() is not threading.main_thread():
-                with contextlib.suppress(RuntimeError):  # no loop: the Stack registration makes none
-                    asyncio.get_event_loop().close()
-                asyncio.set_event_loop(None)
+            _close_thread_loop()
+
+    def ReadResource(self, request: Any) -> Any:  # `Resource.get`: GpuCluster reads each Node before patching it
+        self.reads.append(request)
+        try:
+            return super().ReadResource(request)
+        finally:
+            _close_thread_loop()
+
+
+def _close_thread_loop() -> None:
+    # The mock monitor runs in executor threads and gives each one an event loop it never closes;
+    # close it here, or its garbage collection warns (an error under this suite's filterwarnings).
+    if threading.current_thread() is not threading.main_thread():
+        with contextlib.suppress(RuntimeError):  # no loop: the Stack registration makes none
+            asyncio.get_event_loop().close()
+        asyncio.set_event_loop(None)
 
 
 @dataclass
@@ -171,6 +184,8 @@ def compiled_objects(blueprint: Path, *, with_taints: bool) -> tuple[list[dict[s
     plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
     files = render_files(plan)
     wanted = list(yaml.safe_load(files[KUSTOMIZATION])["resources"])
+    # Node label patches are not in the kustomization (applying a missing Node creates it): Pulumi patches them.
+    wanted += sorted({m.file for m in plan.objects if m.family == NODES_FAMILY})
     if with_taints:
         wanted += sorted({m.file for m in plan.objects if m.family == TAINTS_FAMILY})
     objects: list[dict[str, Any]] = []
@@ -217,7 +232,8 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
     plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
     charts = {c.inputs["name"]: c.inputs for c in harness.of_type(CHART)}
     releases = {c.inputs["name"]: c.inputs for c in harness.of_type(RELEASE)}
-    assert set(charts) == {r.name for r in plan.releases if not r.needs_hooks} and charts
+    assert set(charts) == {r.name for r in plan.releases if not r.needs_hooks}
+    assert charts or releases
     assert set(releases) == {r.name for r in plan.releases if r.needs_hooks}
     for release in plan.releases:
         chart = releases[release.name] if release.needs_hooks else charts[release.name]
@@ -230,14 +246,19 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
         else:
             assert chart["chart"] == release.chart
             assert chart["repositoryOpts"] == {"repo": release.repository}
+        # Every chart waits for its resources to be ready, as the README's `helm --wait` does: the custom
+        # resources after it meet served CRDs and webhooks.
+        assert not chart.get("skipAwait")
         if release.needs_hooks:
             # Stage 0 made the namespace; Helm waits for the release (hooks included) as `helm --wait` would.
             assert "createNamespace" not in chart and "skipAwait" not in chart
+            # The GPU Operator's CRD-upgrade hook needs it, as the README's `helm upgrade` has it.
+            assert chart.get("disableOpenapiValidation", False) == release.skip_openapi_validation
     # Every example that has Kueue tenants installs Kueue from its OCI chart.
     kueue = [r for r in plan.releases if r.name == "kueue"]
     assert all(r.oci and r.version == "0.19.2" for r in kueue)
     # Only the charts whose webhook certificates come from hook jobs are Helm releases.
-    assert {r.name for r in plan.releases if r.needs_hooks} <= {"volcano", "hami"}
+    assert {r.name for r in plan.releases if r.needs_hooks} <= {"volcano", "hami", "gpu-operator"}
 
 
 @pytest.mark.parametrize(("blueprint", "hooked"), [("volcano", "volcano"), ("hami", "hami"), ("kueue", None)])
@@ -248,8 +269,11 @@ def test_charts_that_need_hooks_are_helm_releases(harness: Harness, blueprint: s
     cluster(harness, path)
     _, files = compiled_objects(path, with_taints=False)
     plan = compile_blueprint(validate_path(path).blueprint)  # type: ignore[arg-type]
-    assert {r.inputs["name"] for r in harness.of_type(RELEASE)} == ({hooked} if hooked else set())
-    assert "nvidia-device-plugin" in {c.inputs["name"] for c in harness.of_type(CHART)}
+    # The GPU Operator too: its chart upgrades its CRDs in a pre-upgrade hook Job.
+    operator = {"gpu-operator"} if any(r.name == "gpu-operator" for r in plan.releases) else set()
+    assert {r.inputs["name"] for r in harness.of_type(RELEASE)} == ({hooked} if hooked else set()) | operator
+    plugin = "nvidia-device-plugin" if not operator else "gpu-operator"
+    assert plugin in {c.inputs["name"] for c in [*harness.of_type(CHART), *harness.of_type(RELEASE)]}
     if hooked is None:
         assert "kueue" in {c.inputs["name"] for c in harness.of_type(CHART)}
         return
@@ -293,8 +317,8 @@ def test_every_child_has_the_component_as_parent(harness: Harness) -> None:
     cluster(harness, BLUEPRINTS / "seed-article.yaml")
     (component,) = harness.of_type(TYPE)
     children = [r for r in harness.registrations() if r.type != TYPE]
-    # Volcano's chart needs its hooks, so it is a v3 Release; the device plugin stays a v4 Chart.
-    assert {r.type for r in children} == {CONFIG_GROUP, CHART, RELEASE, NODE_PATCH, NAMESPACE}
+    # Volcano's chart and the GPU Operator's need their hooks, so both are v3 Releases.
+    assert {r.type for r in children} == {CONFIG_GROUP, RELEASE, NODE_PATCH, NAMESPACE}
     assert all(r.parent == component.urn for r in children)
 
 
@@ -303,19 +327,23 @@ def test_stages_wait_for_what_they_need(harness: Harness) -> None:
     by_urn = {r.urn: r.name for r in harness.registrations()}
 
     def deps(name: str) -> set[str]:
-        return {by_urn[u] for u in harness.named(name).dependencies}
+        # A read (Node.get) is not a registration: it is named by the last part of its URN.
+        return {by_urn.get(u, u.rpartition("::")[2]) for u in harness.named(name).dependencies}
 
     nodes = {r.name for r in harness.of_type(NODE_PATCH)}
     # The seed blueprint's Volcano tenant brings the Volcano chart, and its namespace.
-    namespaces = {"gs-namespaces", "gs-namespace-nvidia-device-plugin", "gs-namespace-volcano-system"}
+    # The GPU Operator's namespace is one of the Plan's (labelled for privileged pods).
+    namespaces = {"gs-namespaces", "gs-namespace-volcano-system"}
     assert all(deps(namespace) == set() for namespace in namespaces)
     assert deps("gs-cluster") == deps("gs-tenancy") == namespaces
     # Node labels name the MIG config, which the GPU Operator looks up at once: the ConfigMap comes first.
-    assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy"} for node in nodes)
-    assert deps("gs-nvidia-device-plugin") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
+    # Each patch waits for a read of its Node, which fails on a node that does not exist (a patch would create it).
+    assert all(deps(node) == namespaces | {"gs-cluster", "gs-tenancy", f"{node}-exists"} for node in nodes)
+    assert harness.named("gs-gpu-operator").type == RELEASE  # its CRD upgrade runs in a hook job
+    assert deps("gs-gpu-operator") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
     assert harness.named("gs-volcano").type == RELEASE  # its webhook certificate comes from a hook job
     assert deps("gs-volcano") == namespaces | {"gs-cluster", "gs-tenancy"} | nodes
-    charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-nvidia-device-plugin", "gs-volcano"} | nodes
+    charts_done = namespaces | {"gs-cluster", "gs-tenancy", "gs-gpu-operator", "gs-volcano"} | nodes
     # The Volcano Queue after the charts (Volcano's brings its CRDs), the workloads (and the Volcano Job) after it.
     assert deps("gs-custom-resources") == charts_done
     everything_before = charts_done | {"gs-custom-resources"}
@@ -333,7 +361,6 @@ def test_groups_follow_kind_and_api_group_only() -> None:
     assert groups == {
         ("v1", "Namespace"): "namespaces",
         ("scheduling.k8s.io/v1", "PriorityClass"): "cluster",
-        ("v1", "ConfigMap"): "cluster",
         # Admission policies: built in, cluster-wide, in place before any pod they check.
         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): "cluster",
         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): "cluster",
@@ -417,7 +444,7 @@ def test_warnings_are_logged_and_do_not_stop_the_apply(harness: Harness) -> None
     # The shipped examples are warning-free; this case carries one warning (GS506) and nothing else.
     cluster(harness, CASES / "invalid" / "shared-resource-name.yaml")
     assert any("warning[GS506]" in w for w in harness.warnings)
-    assert harness.of_type(CHART)
+    assert harness.of_type(RELEASE)  # the GPU Operator, installed all the same
 
 
 def test_outputs_show_pools_capacity_and_tenant_quotas(harness: Harness) -> None:
@@ -446,7 +473,7 @@ def test_outputs_show_pools_capacity_and_tenant_quotas(harness: Harness) -> None
     (tenant,) = component.tenants
     assert tenant["name"] == "ml" and tenant["namespaces"] == ["ml"] and tenant["pools"] == ["l4"]
     assert tenant["quotas"] == {"ml": {"requests.nvidia.com/gpu": "8"}}
-    assert component.releases[0]["chart"] == "nvidia-device-plugin"
+    assert component.releases[0]["chart"] == "gpu-operator"
     assert component.outputs["nodes"] == ["gpu-node-1", "gpu-node-2"]
 
 
@@ -455,7 +482,19 @@ def test_deploy_plan_is_pure_data() -> None:
     assert blueprint is not None
     cut = deploy_plan(blueprint)
     assert list(cut.groups) == ["namespaces", "cluster", "tenancy", "workloads"]
-    assert cut.release_namespaces == ["nvidia-device-plugin"]
+    assert cut.release_namespaces == []  # the GPU Operator's namespace is in the Plan itself
     assert [s.node for s in cut.node_patches] == ["gpu-node-1", "gpu-node-2"]
     assert all(s.taints is None for s in cut.node_patches)
     assert all(s.taints for s in deploy_plan(blueprint, own_node_taints=True).node_patches)
+
+
+def test_node_patches_never_create_nodes(harness: Harness) -> None:
+    # A patch of a missing Node would create an empty one: each patch waits for a read of its Node, which fails
+    # when the node does not exist. Selector pools (volcano.yaml) get no patch at all: their provider labels them.
+    cluster(harness, BLUEPRINTS / "seed-article.yaml")
+    patched = {p.inputs["metadata"]["name"] for p in harness.of_type(NODE_PATCH)}
+    read = {(r.type, r.id) for r in harness.monitor.reads}
+    assert patched and read == {("kubernetes:core/v1:Node", node) for node in patched}
+    harness.monitor.requests.clear()
+    cluster(harness, BLUEPRINTS / "volcano.yaml")
+    assert not harness.of_type(NODE_PATCH)

@@ -11,6 +11,7 @@ from typing import Any
 
 import celpy
 import pytest
+import yaml
 from admission_cel import Admission, Request
 from celpy import celtypes
 from conftest import BLUEPRINTS
@@ -20,7 +21,16 @@ from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
 from gpustack.dra import V1, V1BETA1, V1BETA2, class_name, selector
+from gpustack.outputs import render_files
 from gpustack.plan import Plan
+from gpustack.simulate.claims import claim_resource
+from gpustack.simulate.cluster import Cluster
+from gpustack.simulate.demand import Pod, Source
+from gpustack.simulate.inventory import Node
+from gpustack.simulate.messages import KubeVersion
+from gpustack.simulate.placement import KubeJudge
+from gpustack.simulate.pods import PODS, PodShape
+from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.validation import validate_path
 
 DRA_BLUEPRINT = BLUEPRINTS / "dra.yaml"
@@ -212,23 +222,68 @@ def test_two_dra_pools_mapping_one_extended_resource_map_none(tmp_path: Path) ->
 # --- where the driver runs, and what the device plugin no longer serves ----------------------------------------------
 
 
-def test_driver_release_runs_only_on_dra_pools_and_the_plugin_only_elsewhere(tmp_path: Path) -> None:
-    plan, _ = compile_text(tmp_path, example_text())
+def node_labels_of(plan: Plan) -> dict[str, dict[str, str]]:
+    """Each static node's labels, as nodes.yaml patches them (and label-nodes.sh sets them)."""
+    nodes: dict[str, dict[str, str]] = {}
+    for m in plan.objects:
+        if m.kind == "Node":
+            nodes.setdefault(m.name, {}).update(m.obj["metadata"].get("labels", {}))
+    return nodes
+
+
+def _matches(labels: dict[str, str], terms: list[dict[str, Any]]) -> bool:
+    """Whether a node with these labels passes required node affinity (the operators gpustack writes)."""
+
+    def one(requirement: dict[str, Any]) -> bool:
+        value, operator = labels.get(requirement["key"]), requirement["operator"]
+        if operator == "In":
+            return value in requirement["values"]
+        if operator == "NotIn":
+            return value not in requirement["values"]
+        if operator == "Exists":
+            return value is not None
+        assert operator == "DoesNotExist", operator
+        return value is None
+
+    return any(all(one(r) for r in term.get("matchExpressions", [])) for term in terms)
+
+
+def plugin_nodes(plan: Plan, nodes: dict[str, dict[str, str]]) -> set[str]:
+    """The nodes an NVIDIA device plugin runs on, as the chart or the GPU Operator decides it from labels."""
     releases = {r.name: r for r in plan.releases}
+    if "gpu-operator" in releases:
+        # The operator deploys its plugin on every GPU node unless nvidia.com/gpu.deploy.device-plugin is "false".
+        return {n for n, labels in nodes.items() if labels.get("nvidia.com/gpu.deploy.device-plugin") != "false"}
+    affinity = releases["nvidia-device-plugin"].values["affinity"]["nodeAffinity"]
+    terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    return {n for n, labels in nodes.items() if _matches(labels, terms)}
+
+
+@pytest.mark.parametrize("stack", ["gpu-operator", "device-plugin"])
+def test_driver_release_runs_only_on_dra_pools_and_the_plugin_only_elsewhere(tmp_path: Path, stack: str) -> None:
+    text = example_text().replace("spec:\n  kubernetes:", f"spec:\n  stack: {stack}\n  kubernetes:", 1)
+    plan, _ = compile_text(tmp_path, text)
+    releases = {r.name: r for r in plan.releases}
+    assert ("gpu-operator" in releases) is (stack == "gpu-operator")
     driver = releases["nvidia-dra-driver-gpu"]
     assert driver.chart_ref == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
     assert driver.values["gpuResourcesEnabledOverride"] is True
     terms = driver.values["kubeletPlugin"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["h100-train", "a100-mig"]
-    plugin = releases["nvidia-device-plugin"].values["affinity"]["nodeAffinity"]
-    plugin_pools = plugin["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]
-    assert plugin_pools[0]["values"] == ["l4-serve"]
-    nodes: dict[str, dict[str, str]] = {}
-    for m in plan.objects:
-        if m.kind == "Node":
-            nodes.setdefault(m.name, {}).update(m.obj["metadata"].get("labels", {}))
+    nodes = node_labels_of(plan)
+    driver_nodes = {n for n, labels in nodes.items() if _matches(labels, terms["nodeSelectorTerms"])}
+    # Never a device plugin and the DRA driver on one node, whichever stack runs the plugin.
+    assert driver_nodes == {"h100-a", "h100-b", "a100-a"}
+    assert plugin_nodes(plan, nodes) == {"l4-a", "l4-b"}
     assert "nvidia.com/device-plugin.config" not in nodes["h100-a"]
     assert "nvidia.com/device-plugin.config" in nodes["l4-a"]
+    if stack == "gpu-operator":
+        assert nodes["h100-a"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
+        assert "nvidia.com/gpu.deploy.device-plugin" not in nodes["l4-a"]
+        # The operator's plugin gets a config for the plugin's pools only (and the default), none for a DRA pool.
+        configs = releases["gpu-operator"].values["devicePlugin"]["config"]["data"]
+        assert nodes["l4-a"]["nvidia.com/device-plugin.config"] in configs
+        assert not [key for key in configs if "h100" in key or "a100" in key]
 
 
 def test_no_release_and_no_classes_without_dra_pools() -> None:
@@ -430,6 +485,77 @@ def test_a_template_that_drops_the_claim_is_refused(tmp_path: Path) -> None:
     assert found[0].hint is not None and "resourceClaims" in found[0].hint
 
 
+def template_errors(tmp_path: Path, template: str, text: str | None = None) -> list[str]:
+    (tmp_path / "job.yaml.j2").write_text(template, encoding="utf-8")
+    path = tmp_path / "blueprint.yaml"
+    path.write_text(with_template(text or example_text()), encoding="utf-8")
+    return [d.message for d in validate_path(path).diagnostics if d.code == "GS606"]
+
+
+def test_a_template_may_not_render_a_claim_or_claim_template_itself(tmp_path: Path) -> None:
+    """Only gpustack writes ResourceClaimTemplates (on its pool's class, under the tenant's device quota): a
+    template's own would pick any class, the driver's catch-all gpu.nvidia.com included."""
+    for kind in ("ResourceClaimTemplate", "ResourceClaim"):
+        own = (
+            f"apiVersion: resource.k8s.io/v1\nkind: {kind}\nmetadata: {{name: mine}}\nspec:\n"
+            "  devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}\n"
+        )
+        [message] = template_errors(tmp_path, own)
+        assert f"renders {kind} (resource.k8s.io/v1), which a tenant's template may not emit" in message
+
+
+def test_a_template_may_not_add_a_claim_of_its_own(tmp_path: Path) -> None:
+    extra = (
+        "{%- set _ = manifest.spec.template.spec.resourceClaims.append("
+        "{'name': 'more', 'resourceClaimTemplateName': 'embedder-gpu'}) -%}\n{{ manifest | toyaml }}\n"
+    )
+    [message] = template_errors(tmp_path, extra)
+    assert "resourceClaims other than gpustack's one claim from ResourceClaimTemplate pretrain-gpu" in message
+
+
+def test_a_template_on_a_device_plugin_pool_may_not_claim_devices(tmp_path: Path) -> None:
+    text = example_text().replace("nodes: [h100-a, h100-b]\n      allocation: dra\n", "nodes: [h100-a, h100-b]\n")
+    claim = (
+        "{%- set _ = manifest.spec.template.spec.update({'resourceClaims': "
+        "[{'name': 'gpu', 'resourceClaimTemplateName': 'embedder-gpu'}]}) -%}\n{{ manifest | toyaml }}\n"
+    )
+    [message] = template_errors(tmp_path, claim, text)
+    assert "pod spec has resourceClaims, and pool 'h100-train' hands out its GPUs through the device plugin" in message
+    assert template_errors(tmp_path, "{{ manifest | toyaml }}\n", text) == []
+
+
+def test_a_selector_pool_on_dra_gets_the_driver_and_devices_for_each_node_it_may_hold(tmp_path: Path) -> None:
+    """A DRA pool chosen by labels: the driver follows its selector, the quota check and simulate count devices
+    for its node count (count: 3 nodes of 8 H100s = 24), and no device plugin is told to serve it."""
+    text = example_text().replace(
+        "      nodes: [h100-a, h100-b]\n      allocation: dra\n",
+        "      selector: {matchLabels: {cloud.google.com/gke-nodepool: h100}}\n      count: 3\n      allocation: dra\n",
+    )
+    text = text.replace("h100-train: {gpu: 16}", "h100-train: {gpu: 24}")
+    plan, _ = compile_text(tmp_path, text)
+    driver = {r.name: r for r in plan.releases}["nvidia-dra-driver-gpu"]
+    affinity = driver.values["kubeletPlugin"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    terms = affinity["nodeSelectorTerms"]
+    assert {
+        "matchExpressions": [{"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["h100"]}]
+    } in terms
+    assert {"matchExpressions": [{"key": "gpustack.io/pool", "operator": "In", "values": ["a100-mig"]}]} in terms
+    quota = plan.find("ResourceQuota", "gpustack-dra-devices", "research")
+    assert quota is not None
+    assert quota.obj["spec"]["hard"]["gpu.h100-train.gpustack.io.deviceclass.resource.k8s.io/devices"] == "24"
+    node_pool = yaml.safe_load(render_files(plan)["nodes/h100-train.node-pool.yaml"])
+    labels = node_pool["labels"]  # what the provider must set: no plugin config, and the operator's plugin off
+    assert "nvidia.com/device-plugin.config" not in labels
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    data = simulate_json(tmp_path, text)
+    pools = {p["name"]: {r["resource"]: r for r in p["resources"]} for p in data["pools"]}
+    devices = pools["h100-train"]["claim:gpu.h100-train.gpustack.io"]
+    assert (devices["allocatable"], devices["requested"]) == ("24", "8")
+    assert data["pending"] == []
+
+
 # --- simulate --------------------------------------------------------------------------------------------------------
 
 
@@ -471,3 +597,22 @@ def test_simulate_refuses_claims_beyond_the_pools_devices_in_the_schedulers_word
         "0/5 nodes are available: 1 cannot allocate all claims, 4 node(s) had untolerated taint(s). "
         "still not schedulable, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     )
+
+
+def test_a_remembered_claim_refusal_is_dropped_once_another_pod_frees_the_devices() -> None:
+    """h16's per-shape refusal cache: a claim-holding pod refused for want of devices fits as soon as an unbind
+    frees them (device allocation goes through Cluster.bind/unbind, so the cluster's generation moves)."""
+    version = KubeVersion.parse("1.34")
+    devices = claim_resource("gpu.h100.gpustack.io")
+    cluster = Cluster([Node("n1", "h100", {"gpustack.io/pool": "h100"}, (), {devices: 8, PODS: 110})])
+    shape = PodShape(requests=((devices, 6),))
+    holder, waiting = (Pod(name, "team", shape, 0, False, Source(None)) for name in ("holder", "waiting"))
+    refusals: Refusals = {}
+    assert schedule_pod(cluster, holder, KubeJudge(version), version, False, refusals) == 0
+    refused = schedule_pod(cluster, waiting, KubeJudge(version), version, False, refusals)
+    assert isinstance(refused, Unplaced) and "1 cannot allocate all claims" in refused.message
+    # Nothing changed: the same shape is answered from memory, word for word.
+    assert schedule_pod(cluster, waiting, KubeJudge(version), version, False, refusals) is refused
+    cluster.unbind(holder, 0)  # the holder ends: its claim is deallocated, its 6 devices free again
+    assert schedule_pod(cluster, waiting, KubeJudge(version), version, False, refusals) == 0
+    assert cluster.used[0][devices] == 6

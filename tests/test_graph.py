@@ -41,16 +41,16 @@ def graph_of(path: Path) -> Graph:
     return blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog()))
 
 
-def test_nodes_are_tenants_then_workloads_then_pools_with_what_matters_in_the_label() -> None:
+def test_nodes_are_pools_then_tenants_then_workloads_with_what_matters_in_the_label() -> None:
     graph = graph_of(MIG / "before.yaml")
     assert [(n.kind, n.name) for n in graph.nodes] == [
+        ("pool", "h100-mig"),
+        ("pool", "l4"),
         ("tenant", "payments"),
         ("workload", "fraud-scorer"),
         ("workload", "ranker"),
-        ("pool", "h100-mig"),
-        ("pool", "l4"),
     ]
-    pool = graph.nodes[3]
+    pool = graph.nodes[0]
     assert pool.id == "pool_h100_mig"
     assert pool.lines == (
         "h100-mig",
@@ -59,18 +59,18 @@ def test_nodes_are_tenants_then_workloads_then_pools_with_what_matters_in_the_la
         "MIG mixed: GPUs 0-3: 1g.10gb x7 | GPUs 4-7: 3g.40gb x2",
         "taints: gpustack.io/pool=h100-mig:NoSchedule",
     )
-    assert graph.nodes[2].lines == ("ranker", "StatefulSet, 2 pod(s)", "1 x 30Gi GPU memory")
+    assert graph.nodes[4].lines == ("ranker", "StatefulSet, 2 pod(s)", "1 x 30Gi GPU memory")
 
 
 def test_edges_carry_quotas_and_per_pod_requests() -> None:
     edges = {(e.source, e.target): e.label for e in graph_of(MIG / "before.yaml").edges}
     assert edges == {
-        ("tenant_payments", "pool_h100_mig"): "quota mig-1g.10gb: 28, mig-3g.40gb: 4",
-        ("tenant_payments", "pool_l4"): None,
+        ("pool_h100_mig", "tenant_payments"): "quota mig-1g.10gb: 28, mig-3g.40gb: 4",
+        ("pool_l4", "tenant_payments"): None,
         ("tenant_payments", "workload_fraud_scorer"): None,
-        ("workload_fraud_scorer", "pool_h100_mig"): "1 mig-1g.10gb",
+        ("pool_h100_mig", "workload_fraud_scorer"): "1 mig-1g.10gb",
         ("tenant_payments", "workload_ranker"): None,
-        ("workload_ranker", "pool_h100_mig"): "1 mig-3g.40gb",
+        ("pool_h100_mig", "workload_ranker"): "1 mig-3g.40gb",
     }
 
 
@@ -82,7 +82,7 @@ def test_large_pools_list_a_few_nodes() -> None:
     nodes = tuple(f"node-{i}" for i in range(40))
     pool = dataclasses.replace(result.blueprint.pools[1], nodes=nodes)
     big = dataclasses.replace(result.blueprint, pools=(result.blueprint.pools[0], pool))
-    line = blueprint_graph(big).nodes[-1].lines[2]
+    line = blueprint_graph(big).nodes[1].lines[2]
     assert line == f"40 nodes: {', '.join(nodes[:MAX_NODES_SHOWN])} +{40 - MAX_NODES_SHOWN} more"
 
 
@@ -91,7 +91,12 @@ def test_mermaid_source_shape() -> None:
     lines = source.splitlines()
     assert lines[0] == "flowchart LR"
     assert '  subgraph pools["Node pools"]' in lines
-    assert '  tenant_payments -->|"quota mig-1g.10gb: 28, mig-3g.40gb: 4"| pool_h100_mig' in lines
+    assert '  pool_h100_mig -->|"quota mig-1g.10gb: 28, mig-3g.40gb: 4"| tenant_payments' in lines
+    subgraphs = [line.split("[")[0].split()[1] for line in lines if line.startswith("  subgraph")]
+    assert subgraphs == ["pools", "tenants", "workloads"], "columns left to right"
+    edges = [line.split() for line in lines if "-->" in line]
+    order = {"pool": 0, "tenant": 1, "workload": 2}
+    assert all(order[e[0].split("_")[0]] < order[e[-1].split("_")[0]] for e in edges), "every edge points right"
     assert "classDef" not in source, "an unmarked graph has no styles"
 
 
@@ -105,11 +110,12 @@ def test_labels_are_escaped() -> None:
 def test_compare_marks_added_removed_and_changed_nodes_and_edges() -> None:
     before = graph_of(MIG / "before.yaml")
     after = Graph(
-        before.nodes[:2] + before.nodes[3:] + (GraphNode("tenant", "new", ("new",)),),
+        (*before.nodes[:4], GraphNode("tenant", "new", ("new",))),
         (
-            *before.edges[:4],
-            GraphEdge("tenant_payments", "pool_l4", "quota gpu: 2"),
-            GraphEdge("tenant_new", "pool_l4", None),
+            before.edges[0],
+            *before.edges[2:4],
+            GraphEdge("pool_l4", "tenant_payments", "quota gpu: 2"),
+            GraphEdge("pool_l4", "tenant_new", None),
         ),
     )
     merged = compare_graphs(before, after, [("pool", "h100-mig")])
@@ -123,9 +129,9 @@ def test_compare_marks_added_removed_and_changed_nodes_and_edges() -> None:
         ("pool", "l4"): None,
     }
     edge_marks = [(e.source, e.target, e.mark) for e in merged.edges]
-    assert ("tenant_payments", "pool_l4", Mark.CHANGED) in edge_marks
-    assert ("tenant_new", "pool_l4", Mark.ADDED) in edge_marks
-    assert ("workload_ranker", "pool_h100_mig", Mark.REMOVED) in edge_marks
+    assert ("pool_l4", "tenant_payments", Mark.CHANGED) in edge_marks
+    assert ("pool_l4", "tenant_new", Mark.ADDED) in edge_marks
+    assert ("pool_h100_mig", "workload_ranker", Mark.REMOVED) in edge_marks
     source = render_mermaid(merged)
     assert "  class tenant_new added" in source
     assert "  class workload_ranker removed" in source
@@ -235,3 +241,53 @@ def test_mermaid_parses_every_graph_and_review_picture() -> None:
     failures = {name: r for name, r in zip(sources, ours, strict=True) if not r["ok"]}
     assert failures == {}
     assert {r["type"] for r in ours} == {"flowchart-v2"}
+
+
+CROSSED = """\
+apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata: {name: crossed}
+spec:
+  kubernetes: {version: "1.31"}
+  nodePools:
+    - {name: a, gpu: {model: L4, count: 4}, nodes: [n1]}
+    - {name: b, gpu: {model: L4, count: 4}, nodes: [n2]}
+    - {name: c, gpu: {model: L4, count: 4}, nodes: [n3]}
+  tenants:
+    - {name: on-c, namespaces: [on-c], pools: [c]}
+    - {name: on-b, namespaces: [on-b], pools: [b]}
+    - {name: on-a, namespaces: [on-a], pools: [a]}
+  workloads:
+    - {name: wc, tenant: on-c, pool: c, kind: Deployment, image: x:1, gpu: {count: 1}}
+    - {name: wa, tenant: on-a, pool: a, kind: Deployment, image: x:1, gpu: {count: 1}}
+    - {name: wb, tenant: on-b, pool: b, kind: Deployment, image: x:1, gpu: {count: 1}}
+"""
+
+
+def test_columns_are_ordered_so_edges_do_not_cross() -> None:
+    from gpustack.graph import crossings
+    from gpustack.validation import validate_text
+
+    result = validate_text(CROSSED, "crossed.yaml")
+    assert result.blueprint is not None, result.diagnostics
+    graph = blueprint_graph(result.blueprint)
+    assert [n.name for n in graph.nodes] == ["a", "b", "c", "on-a", "on-b", "on-c", "wa", "wb", "wc"]
+    assert crossings(graph) == 0
+    in_file_order = Graph(
+        tuple(sorted(graph.nodes, key=lambda n: (n.kind != "pool", n.kind != "tenant", CROSSED.index(f" {n.name},")))),
+        graph.edges,
+    )
+    assert crossings(in_file_order) > 0, "the file's order would cross every quota and workload edge"
+
+
+def test_every_example_draws_with_no_more_crossings_than_its_file_order() -> None:
+    from gpustack.graph import crossings
+
+    for blueprint in sorted(BLUEPRINTS.glob("*.yaml")):
+        graph = graph_of(blueprint)
+        text = blueprint.read_text(encoding="utf-8")
+        in_file_order = Graph(
+            tuple(sorted(graph.nodes, key=lambda n: (list("ptw").index(n.kind[0]), text.find(f"name: {n.name}")))),
+            graph.edges,
+        )
+        assert crossings(graph) <= crossings(in_file_order), blueprint.name

@@ -46,7 +46,7 @@ RUN_CLI = textwrap.dedent(
                 return exit.code or 0
         return 0
 
-    codes = [run("validate", sys.argv[1]), run("compile", sys.argv[1], "-o", sys.argv[2])]
+    codes = [run("validate", sys.argv[1]), run("compile", sys.argv[1], "-d", sys.argv[2])]
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in {blocked!r})
     print(json.dumps({{"codes": codes, "pulumi_modules": loaded}}))
     """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import missing_reference
 
 from gpustack.catalog import MigGeometry, load_catalog
 from gpustack.mig import check_layout
@@ -21,7 +22,10 @@ pytestmark = pytest.mark.conformance
 
 CONFIG = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "default-mig-parted-config.yaml"
 CATALOG = load_catalog()
-_ABSENT = f"{CONFIG} is absent: conformance data lives in ../shared beside the repository"
+_ABSENT = missing_reference(
+    "The GPU Operator's default MIG configuration (default-mig-parted-config.yaml)",
+    "the MIG catalog against every layout NVIDIA ships",
+)
 
 # The names the file's comments use -> catalog geometry (None: a GPU the catalog does not cover).
 COMMENT_NAMES: dict[str, str | None] = {

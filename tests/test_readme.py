@@ -33,7 +33,7 @@ def test_the_main_command_compiles_a_shipped_example(tmp_path: Path) -> None:
     assert main.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && gpustack ")
     words = shlex.split(main.rsplit("&& gpustack ", 1)[1])
     assert words[0] == "compile" and (REPO / words[1]).is_file()
-    words[words.index("-o") + 1] = str(tmp_path / "out")
+    words[words.index("-d") + 1] = str(tmp_path / "out")
     words[1] = str(REPO / words[1])
     result = CliRunner().invoke(group, words)
     assert result.exit_code == 0, result.output

@@ -84,7 +84,7 @@ def test_pool_capacity_counts_physical_gpus_and_units_per_resource() -> None:
     small, large = mig.resources
     assert small.resource == "nvidia.com/mig-1g.10gb"
     assert (small.units.before.total, small.units.after.total) == (56, 84)
-    assert small.units.after.memory_gib == Decimal(10) and small.units.after.isolation == "hardware"
+    assert small.units.after.memory_gb == Decimal(10) and small.units.after.isolation == "hardware"
     assert (large.units.before.per_node, large.units.after.per_node) == (8, 4)
     assert not capacity.pools[1].changed
 
@@ -213,7 +213,7 @@ def test_text_tables_pad_columns() -> None:
 
 def test_summary_counts_in_words() -> None:
     counts = {
-        "cluster_settings": 0,
+        "clusterSettings": 0,
         "pools": {"added": 1, "removed": 0, "changed": 2},
         "tenants": {"added": 0, "removed": 0, "changed": 0},
         "workloads": {"added": 0, "removed": 1, "changed": 0},

@@ -152,7 +152,36 @@ def test_base_file_absent_at_the_revision_means_everything_is_added(repo: Path) 
         ("workload", "added"),
     }
     assert {o["status"] for o in data["objects"]} == {"added"}
-    assert data["risks"] == []
+    # Nothing to compare is itself a high risk, so `--fail-on high` cannot be passed by a file the base lacks (M5).
+    assert [(r["code"], r["severity"]) for r in data["risks"]] == [("base-absent", "high")]
+    failed = run("diff", "--base", "start", "--fail-on", "high", repo / "clusters" / "prod.yaml")
+    assert failed.exit_code == 1
+
+
+def test_a_renamed_blueprint_is_reviewed_against_its_old_name(repo: Path) -> None:
+    blueprint = repo / "clusters" / "prod.yaml"
+    shutil.copy(MIG / "after.yaml", blueprint)  # a MIG re-partition: a high risk
+    git(repo, "mv", "clusters/prod.yaml", "clusters/prod-v2.yaml")
+    result = run("diff", "--base", "v1", "--output", "json", "--fail-on", "high", repo / "clusters" / "prod-v2.yaml")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["before"]["file"] == "v1:clusters/prod.yaml (renamed to clusters/prod-v2.yaml)"
+    assert "mig-repartition" in {r["code"] for r in data["risks"]}
+
+
+def test_a_blob_over_the_size_cap_is_refused_before_it_is_read(repo: Path) -> None:
+    blueprint = repo / "clusters" / "prod.yaml"
+    original = blueprint.read_text()
+    blueprint.write_text(original + "#" * (9 * 1024 * 1024) + "\n")
+    git(repo, "commit", "-q", "-am", "padded")
+    blueprint.write_text(original)
+    result = run("diff", "--base", "HEAD", blueprint)
+    assert result.exit_code == 2 and "error[GS002]" in result.output and "over the 8388608-byte cap" in result.output
+
+
+def test_base_with_standard_input_is_a_usage_error() -> None:
+    result = run("diff", "--base", "HEAD", "-")
+    assert result.exit_code == 2 and "not - (standard input)" in result.output
 
 
 @pytest.mark.parametrize(

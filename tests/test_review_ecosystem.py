@@ -79,13 +79,13 @@ def test_the_workflow_runs_on_pull_requests_with_rights_to_comment() -> None:
     data = workflow()
     on = data.get("on", data.get(True))  # YAML 1.1 reads the key `on` as true
     assert "pull_request" in on
-    assert data["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert data["permissions"] == {"contents": "read", "pull-requests": "write", "security-events": "write"}
 
 
 def test_the_workflow_validates_checks_compiled_output_and_reviews() -> None:
     runs = "\n".join(step.get("run", "") for step in steps())
     assert "gpustack validate blueprints/*.yaml" in runs
-    assert re.search(r"gpustack compile \S+ --check -o ", runs)
+    assert re.search(r"gpustack compile \S+ --check -d ", runs)
     assert 'gpustack diff --base "$BASE" --output markdown' in runs
     assert "--fail-on high" in runs
     checkout = next(step for step in steps() if step.get("uses", "").startswith("actions/checkout"))
@@ -113,3 +113,16 @@ def test_the_workflow_does_not_install_the_unrelated_pypi_package() -> None:
     install = next(step for step in steps() if step.get("name") == "Install gpustack")
     assert install["run"] == 'python -m pip install "$GPUSTACK"'
     assert workflow()["env"]["GPUSTACK"].startswith("gpustack @ git+")
+
+
+def test_the_workflow_uploads_sarif_before_failing_on_validation() -> None:
+    names = [step.get("name", "") for step in steps()]
+    produce = next(i for i, step in enumerate(steps()) if "--output sarif" in step.get("run", ""))
+    upload = next(
+        i for i, step in enumerate(steps()) if step.get("uses", "").startswith("github/codeql-action/upload-sarif")
+    )
+    validate = names.index("Validate")
+    assert produce < upload < validate, "annotations must reach the pull request even when validation fails"
+    assert steps()[upload]["if"] == "always()"
+    sarif_file = steps()[upload]["with"]["sarif_file"]
+    assert f"> {sarif_file}" in steps()[produce]["run"]

@@ -178,8 +178,10 @@ def test_device_plugin_keeps_the_old_configs_until_the_last_wave() -> None:
     data = plan_json("sharing-change")
     first = json.loads(next(s for s in steps(data, "prepare") if s["action"] == "helm-upgrade")["stdin"])
     last = json.loads(next(s for s in steps(data, "finish") if s["action"] == "helm-upgrade")["stdin"])
-    assert {"time-slicing-2", "time-slicing-4", "mps-4"} <= set(first["config"]["map"])
-    assert "time-slicing-2" not in last["config"]["map"] and "time-slicing-4" in last["config"]["map"]
+    # stack: gpu-operator (the default): the per-pool configs are the operator's devicePlugin.config.data
+    first_configs, last_configs = first["devicePlugin"]["config"]["data"], last["devicePlugin"]["config"]["data"]
+    assert {"time-slicing-2", "time-slicing-4", "mps-4"} <= set(first_configs)
+    assert "time-slicing-2" not in last_configs and "time-slicing-4" in last_configs
 
 
 def test_hami_waits_only_for_what_the_kubelet_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,7 +61,7 @@ def test_a_volcano_job_alone_brings_volcano() -> None:
 def test_the_readme_installs_oci_charts_without_a_repo_add() -> None:
     plan = compile_blueprint(blueprint(POOL, tenants=[tenant("a", "kueue"), tenant("b", "volcano")]))
     readme = render_files(plan)["README.md"]
-    assert "helm upgrade --install kueue oci://registry.k8s.io/kueue/charts/kueue \\\n  --version 0.19.2" in readme
+    assert "helm upgrade --install kueue oci://registry.k8s.io/kueue/charts/kueue \\\n     --version 0.19.2" in readme
     assert "helm repo add kueue" not in readme
     assert "helm repo add volcano https://volcano-sh.github.io/helm-charts" in readme
     assert "helm upgrade --install volcano volcano/volcano" in readme
@@ -104,3 +104,8 @@ def test_only_charts_whose_webhook_certificates_come_from_hooks_need_hooks() -> 
         "volcano": True,
         "kueue": False,
     }
+
+
+def test_gs801_refuses_an_unpinned_gpu_operator_chart_and_ignores_the_unused_plugin_chart() -> None:
+    found = gs801(stack="gpu-operator", gpuOperator={"chartVersion": "v26.x"}, devicePlugin={"chartVersion": "latest"})
+    assert found == {"$.spec.gpuOperator.chartVersion": "GPU Operator chart version 'v26.x' is not pinned"}

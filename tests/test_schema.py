@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import missing_reference
 from jsonschema import Draft202012Validator
 
 from gpustack import schema as shape
@@ -245,12 +246,23 @@ def test_maximal_blueprint_uses_every_strategy_and_kind() -> None:
         "mig",
         "hami",
     }
-    assert {w["kind"] for w in spec["workloads"]} == {"Deployment", "StatefulSet", "Job", "VolcanoJob"}
+    assert {w["kind"] for w in spec["workloads"]} == {
+        "Deployment",
+        "StatefulSet",
+        "Job",
+        "VolcanoJob",
+        "JobSet",
+        "LeaderWorkerSet",
+    }
 
 
 def test_sketch_validates() -> None:
     if not SKETCH.exists():
-        pytest.skip(f"{SKETCH} is not here")
+        pytest.skip(
+            missing_reference(
+                "The original blueprint design sketch (blueprint-sketch.yaml)", "that the schema accepts it"
+            )
+        )
     diagnostics = check(SKETCH.read_text(), SKETCH.name)
     assert [(d.code, d.path, d.message) for d in diagnostics if (d.code, d.path, d.message) not in SKETCH_GAPS] == []
 

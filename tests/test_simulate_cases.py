@@ -7,7 +7,7 @@ A case directory holds `blueprint.yaml`, optionally `scenario.yaml`, and `expect
     placements: {llm-0: gpu-node-1, ...}   # every placed pod and its node, exactly
     pending:                    # every pod left pending, in creation order, exactly
       - pod: llm-3
-        event: FailedScheduling # FailedScheduling | FailedCreate | Unschedulable
+        event: FailedScheduling # FailedScheduling | FailedCreate | Unschedulable | GroupIncomplete
         message: "0/3 nodes are available: ..."
         hint: "a substring of gpustack's hint"   # optional
         at: "blueprint.yaml:12:14"               # optional: where the hint points

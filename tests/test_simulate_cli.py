@@ -25,7 +25,7 @@ def test_every_pod_placed_exits_zero() -> None:
     code, out, _ = run("simulate", SEED)
     assert code == 0, out
     assert "all 11 pod(s) placed" in out
-    assert "pretrain-worker-0 -> gpu-node-03" in out
+    assert "pretrain-master-0 -> gpu-node-03" in out and "pretrain-worker-2 -> gpu-node-06" in out
 
 
 def test_json_report() -> None:

@@ -17,11 +17,14 @@ from gpustack.simulate.filters import (
     normalize,
     resource_verdict,
     static_verdict,
+    statically_fits,
     taint_penalty,
 )
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.messages import KubeVersion
+from gpustack.simulate.placement import KubeJudge
 from gpustack.simulate.pods import NO_SCHEDULE_EFFECTS, PodShape, Requirement, Taint, Term, Toleration
+from gpustack.simulate.scheduler import Refusals, schedule_pod
 from gpustack.simulate.simulation import simulate
 
 GPU = "nvidia.com/gpu"
@@ -172,3 +175,27 @@ def test_grouped_engine_places_like_a_node_by_node_scheduler(inventory: list[Nod
             expected[pod.name] = index
     outcome = simulate(inventory, Demand(tuple(kube_pods), {}, ()), (), VERSION)
     assert {pod.name: index for pod, index in outcome.placed} == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes(), st.lists(shapes(), min_size=1, max_size=4))
+def test_each_shapes_feasible_classes_are_exactly_those_a_full_scan_finds(
+    inventory: list[Node], pod_shapes: list[PodShape]
+) -> None:
+    cluster = Cluster(inventory)
+    for shape in pod_shapes * 2:  # the second time from the index's memory
+        full = tuple(c.index for c in cluster.classes if static_verdict(shape, c.node, VERSION) is None)
+        assert cluster.index.feasible(shape, statically_fits) == full
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes(), demands())
+def test_remembered_refusals_word_every_pending_pod_as_a_fresh_scan_would(
+    inventory: list[Node], demand: Demand
+) -> None:
+    remembered, fresh = Cluster(inventory), Cluster(inventory)
+    refusals: Refusals = {}
+    for pod in sorted(demand.pods, key=lambda p: (-p.priority, p.order)):
+        assert schedule_pod(remembered, pod, KubeJudge(VERSION), VERSION, False, refusals) == schedule_pod(
+            fresh, pod, KubeJudge(VERSION), VERSION, False
+        )

@@ -1,4 +1,5 @@
-"""Cluster-wide settings: pinned charts and a Kubernetes version gpustack knows (GS801-GS803)."""
+"""Cluster-wide settings: pinned charts, a Kubernetes version gpustack knows, a stack that can run the pools
+(GS801-GS806)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
+from gpustack.model import Scheduler, SharingStrategy, Stack, WorkloadKind
 from gpustack.names import ADMISSION_POLICY_MINOR
 
 _PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
@@ -16,7 +17,13 @@ NEWEST_MINOR = 37
 
 
 def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
-    charts = [("device plugin", ("spec", "devicePlugin", "chartVersion"), ctx.blueprint.device_plugin.chart_version)]
+    if ctx.blueprint.stack is Stack.GPU_OPERATOR:
+        operator = ctx.blueprint.gpu_operator
+        charts = [("GPU Operator", (*operator.path, "chartVersion"), operator.chart_version)]
+    else:
+        charts = [
+            ("device plugin", ("spec", "devicePlugin", "chartVersion"), ctx.blueprint.device_plugin.chart_version)
+        ]
     if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools):
         charts.append(("HAMi", (*ctx.blueprint.hami.path, "chartVersion"), ctx.blueprint.hami.chart_version))
     schedulers = {tenant.scheduler for tenant in ctx.blueprint.tenants}
@@ -27,7 +34,7 @@ def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
         kueue = ctx.blueprint.kueue
         charts.append(("Kueue", (*kueue.path, "chartVersion"), kueue.chart_version))
     for what, path, version in charts:
-        if not _PINNED.match(version):
+        if not _PINNED.fullmatch(version):  # match() with `$` would let a trailing newline through
             yield ctx.error(
                 "GS801",
                 path,
@@ -65,4 +72,51 @@ def check_kubernetes_version(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
-RULES = (check_chart_pinned, check_kubernetes_version)
+def check_stack_runs_mig(ctx: Context) -> Iterator[Diagnostic]:
+    """The standalone device plugin cannot partition GPUs: a MIG pool needs the GPU Operator's MIG manager."""
+    if ctx.blueprint.stack is not Stack.DEVICE_PLUGIN:
+        return
+    manager = ctx.blueprint.mig_manager
+    for pool in ctx.blueprint.pools:
+        if pool.sharing.strategy is SharingStrategy.MIG:
+            yield ctx.warning(
+                "GS804",
+                (*pool.sharing.path, "strategy"),
+                f"pool '{pool.name}' uses MIG, but with stack: device-plugin nothing applies its layout: it needs "
+                f"an existing GPU Operator's MIG manager in namespace '{manager.namespace}' (an output prerequisite)",
+                "set spec.stack: gpu-operator to have gpustack install the operator with the layouts, or keep "
+                f"device-plugin and run the GPU Operator in '{manager.namespace}' as mig/README.md says",
+                related=[("spec", "stack")],
+            )
+
+
+CHECKED_OPERATOR_SERIES = "v26.7."  # the chart line whose values.yaml the written keys are checked against
+
+
+def check_operator_series(ctx: Context) -> Iterator[Diagnostic]:
+    operator = ctx.blueprint.gpu_operator
+    if ctx.blueprint.stack is not Stack.GPU_OPERATOR or not _PINNED.match(operator.chart_version):
+        return
+    if not operator.chart_version.startswith(CHECKED_OPERATOR_SERIES):
+        yield ctx.warning(
+            "GS806",
+            (*operator.path, "chartVersion"),
+            f"GPU Operator chart {operator.chart_version} is not a {CHECKED_OPERATOR_SERIES}x release: the values "
+            "gpustack writes are checked against v26.7.0, and the chart silently ignores keys it does not know",
+            "pin a v26.7.x release, or compare gpu-operator/values.yaml with that chart's values.yaml first",
+        )
+
+
+def check_pool_size(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        if pool.min_nodes is not None and pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
+            yield ctx.error(
+                "GS805",
+                (*pool.path, "minNodes"),
+                f"pool '{pool.name}' has minNodes {pool.min_nodes} above maxNodes {pool.max_nodes}",
+                "give the autoscaled node pool's real range: minNodes is the floor, maxNodes the ceiling",
+                related=[(*pool.path, "maxNodes")],
+            )
+
+
+RULES = (check_chart_pinned, check_kubernetes_version, check_stack_runs_mig, check_operator_series, check_pool_size)

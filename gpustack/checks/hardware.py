@@ -14,8 +14,23 @@ def _layout_text(layout: dict[str, int]) -> str:
     return "{" + ", ".join(f"{profile}: {count}" for profile, count in layout.items()) + "}"
 
 
+def _some(items: Iterator[int] | list[int], shown: int = 10) -> str:
+    values = list(items)
+    more = f" (and {len(values) - shown} more)" if len(values) > shown else ""
+    return ", ".join(map(str, values[:shown])) + more
+
+
 def check_models(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
+        if pool.gpu is None:
+            if pool.sharing.strategy is not SharingStrategy.NONE:
+                yield ctx.error(
+                    "GS306",
+                    (*pool.sharing.path, "strategy"),
+                    f"pool '{pool.name}' has no gpu but shares GPUs ({pool.sharing.strategy}); expected strategy none",
+                    "give the pool its gpu (model and count), or drop sharing: a CPU-only pool has nothing to share",
+                )
+            continue
         if ctx.models[pool.name] is None:
             suggestions = ctx.catalog.suggest(pool.gpu.model)
             hint = f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
@@ -69,24 +84,38 @@ def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
         return
     owner: dict[int, int] = {}
     for index, group in enumerate(mig.groups):
+        # One diagnostic per group and kind, at the first offending index: a list of 100000 indexes is one mistake.
+        absent: list[tuple[int, int]] = []
+        repeated: list[tuple[int, int]] = []
         for position, device in enumerate(group.devices or ()):
-            path = (*mig.path, "groups", index, "devices", position)
             if device >= pool.gpu.count:
-                yield ctx.error(
-                    "GS305",
-                    path,
-                    f"GPU index {device} does not exist: nodes of pool '{pool.name}' have {pool.gpu.count} GPUs "
-                    f"(0..{pool.gpu.count - 1})",
-                    "list GPU indexes below gpu.count",
-                )
+                absent.append((position, device))
             elif device in owner:
-                yield ctx.error(
-                    "GS305",
-                    path,
-                    f"GPU {device} is in MIG groups {owner[device]} and {index} of pool '{pool.name}'",
-                    "each GPU gets exactly one layout",
-                )
+                repeated.append((position, device))
             owner.setdefault(device, index)
+        if absent:
+            position, device = absent[0]
+            yield ctx.error(
+                "GS305",
+                (*mig.path, "groups", index, "devices", position),
+                f"GPU index{'es' if len(absent) > 1 else ''} {_some(d for _, d in absent)} "
+                f"{'do' if len(absent) > 1 else 'does'} not exist: nodes of pool '{pool.name}' have "
+                f"{pool.gpu.count} GPUs (0..{pool.gpu.count - 1})",
+                "list GPU indexes below gpu.count",
+            )
+        if repeated:
+            position, device = repeated[0]
+            yield ctx.error(
+                "GS305",
+                (*mig.path, "groups", index, "devices", position),
+                f"GPU {device} is in MIG groups {owner[device]} and {index} of pool '{pool.name}'"
+                + (
+                    f" (and {len(repeated) - 1} more GPU(s) of group {index} are in earlier groups)"
+                    if len(repeated) > 1
+                    else ""
+                ),
+                "each GPU gets exactly one layout",
+            )
     missing = [d for d in range(pool.gpu.count) if d not in owner]
     if missing:
         yield ctx.error(

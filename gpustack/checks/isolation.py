@@ -1,4 +1,4 @@
-"""Taints that keep the right pods off the right nodes, and sharing that isolates less than it seems (GS701-GS703)."""
+"""Taints that keep the right pods off the right nodes, and sharing that isolates less than it seems (GS701-GS705)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
 from gpustack.model import SharingStrategy
+from gpustack.taints import taint_text
 
 
 def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -67,11 +68,10 @@ def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
             other, other_path = first[key]
             tenants = set(ctx.tenants_by_pool.get(pool.name, [])) ^ set(ctx.tenants_by_pool.get(other, []))
             if tenants:
-                written = f"{taint.key}={taint.value}" if taint.value is not None else taint.key
                 yield ctx.warning(
                     "GS704",
                     (*taint.path, "key"),
-                    f"pools '{other}' and '{pool.name}' share the taint {written}:{taint.effect} but not their "
+                    f"pools '{other}' and '{pool.name}' share the taint {taint_text(taint)} but not their "
                     f"tenants ({', '.join(sorted(tenants))} may use only one of them): a pod that tolerates it and "
                     "selects no pool can land on either",
                     f"give each pool a taint of its own, e.g. gpustack.io/pool={pool.name}",
@@ -79,7 +79,33 @@ def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
+def check_soft_isolation(ctx: Context) -> Iterator[Diagnostic]:
+    """A granted pool that only PreferNoSchedule (or nothing) keeps other pods off is open to every namespace.
+
+    Only where tenants share the cluster: with one tenant there is no other tenant's pod to keep off.
+    """
+    if len(ctx.blueprint.tenants) < 2:
+        return
+    for pool in ctx.blueprint.pools:
+        users = ctx.tenants_by_pool.get(pool.name, [])
+        if not users or any(taint.effect in ("NoSchedule", "NoExecute") for taint in pool.taints):
+            continue
+        soft = [taint for taint in pool.taints if taint.effect == "PreferNoSchedule"]
+        where = (*soft[0].path, "effect") if soft else pool.path
+        what = "only a PreferNoSchedule taint, which the scheduler may ignore" if soft else "no taint"
+        yield ctx.warning(
+            "GS705",
+            where,
+            f"pool '{pool.name}' is granted to {', '.join(repr(u) for u in users)} but has {what}: any pod that asks "
+            "for the resource its GPUs advertise can land there (gpustack's quotas and admission policies refuse "
+            "that resource to other tenants, but not to pods whose resource name other pools share)",
+            f"taint the pool with effect NoSchedule, e.g. {{key: gpustack.io/pool, value: {pool.name}, "
+            "effect: NoSchedule}",
+        )
+
+
 RULES = (
+    check_soft_isolation,
     check_gpu_taint_on_dedicated_pool,
     check_no_execute,
     check_hami_pool_shared_by_tenants,

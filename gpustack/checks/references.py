@@ -82,6 +82,18 @@ def check_nodes_in_one_pool(ctx: Context) -> Iterator[Diagnostic]:
             seen.setdefault(node, (pool.name, path))
 
 
+def check_cordoned_nodes(ctx: Context) -> Iterator[Diagnostic]:
+    for pool in ctx.blueprint.pools:
+        for i, node in enumerate(pool.cordoned):
+            if node not in pool.nodes:
+                yield ctx.error(
+                    "GS207",
+                    (*pool.path, "cordoned", i),
+                    f"cordoned node '{node}' is not a node of pool '{pool.name}'; expected one of its nodes",
+                    _did_you_mean(node, pool.nodes) or "list the node under nodes first",
+                )
+
+
 def check_references(ctx: Context) -> Iterator[Diagnostic]:
     bp = ctx.blueprint
     pools = set(ctx.pools)
@@ -150,6 +162,7 @@ RULES = (
     check_unique_names,
     check_namespace_owners,
     check_nodes_in_one_pool,
+    check_cordoned_nodes,
     check_references,
     check_system_namespaces,
 )

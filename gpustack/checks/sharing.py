@@ -1,15 +1,14 @@
-"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS406, GS409)."""
+"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, SharingStrategy
 from gpustack.names import HAMI_NODE_LABELS
-from gpustack.quantity import GIB, format_gib, parse_quantity
+from gpustack.quantity import format_gib
 
 OWNED_LABELS = (
     "nvidia.com/device-plugin.config",
@@ -17,6 +16,21 @@ OWNED_LABELS = (
     "gpustack.io/pool",
     "gpustack.io/device-plugin",
 )
+# Labels GPU Feature Discovery writes on every GPU node, overwriting a value set by hand on its next pass
+# (../shared research gfd-labels.md; k8s-device-plugin internal/lm). Not nvidia.com/gpu.deploy.* and
+# gpu.workload.config: the GPU Operator reads those from the user.
+GFD_LABELS = frozenset(
+    f"nvidia.com/{name}"
+    for name in (
+        *("gpu.product", "gpu.memory", "gpu.count", "gpu.family", "gpu.replicas", "gpu.machine"),
+        *("gpu.sharing-strategy", "gpu.mode", "gpu.clique", "mig.capable", "mig.strategy", "mps.capable"),
+        "gfd.timestamp",
+    )
+)
+GFD_LABEL_PREFIXES = ("nvidia.com/gpu.compute.", "nvidia.com/cuda.", "nvidia.com/mig-", "nvidia.com/vgpu.")
+# Labels the kubelet and Kubernetes set on every node (L7).
+KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
+KUBELET_LABEL_PREFIXES = ("node-role.kubernetes.io/", "node.kubernetes.io/", "beta.kubernetes.io/")
 # HAMi's settings and their names in the blueprint; HAMi's chart takes one value of each for the whole cluster.
 HAMI_SETTINGS = (("split_count", "splitCount"), ("memory_scaling", "memoryScaling"), ("core_scaling", "coreScaling"))
 
@@ -65,30 +79,17 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
-    for workload in ctx.blueprint.workloads:
-        pool = ctx.pools.get(workload.pool)
-        if pool is None or pool.sharing.strategy is not SharingStrategy.TIME_SLICING or workload.gpu.memory is None:
-            continue
-        model = ctx.models[pool.name]
-        replication = pool.sharing.replication
-        if model is None or replication is None:
-            continue
-        try:
-            need = parse_quantity(workload.gpu.memory)
-        except ValueError:
-            continue
-        total = need * replication.replicas
-        gpu_memory = Decimal(model.memory_gib) * GIB
-        if total > gpu_memory:
-            yield ctx.warning(
-                "GS404",
-                (*workload.gpu.path, "memory"),
-                f"workload '{workload.name}' needs {format_gib(need)} of GPU memory; pool '{pool.name}' time-slices "
-                f"each {model.key} {replication.replicas} ways, so {replication.replicas} such pods can land on one "
-                f"GPU and ask for {format_gib(total)} of its {model.memory_gib} GiB",
-                "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
-                "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
-            )
+    for fact in ctx.oversubscriptions:
+        workload, replicas = fact.workload, fact.replicas
+        yield ctx.warning(
+            "GS404",
+            (*workload.gpu.path, "memory"),
+            f"workload '{workload.name}' needs {format_gib(fact.need)} of GPU memory; pool '{fact.pool.name}' "
+            f"time-slices each {fact.model.key} {replicas} ways, so {replicas} such pods can land on one GPU and ask "
+            f"for {format_gib(fact.total)} of its {fact.model.memory_gib} GiB",
+            "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
+            "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
+        )
 
 
 def check_mps_needs_gfd(ctx: Context) -> Iterator[Diagnostic]:
@@ -117,6 +118,33 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                     f"pool '{pool.name}' sets label '{key}', which gpustack derives from the pool's sharing",
                     "remove it: gpustack writes this label from sharing (and a hand-set MIG config beside MPS "
                     "would break the device plugin)",
+                    key=True,
+                )
+            elif key in KUBELET_LABELS or key.startswith(KUBELET_LABEL_PREFIXES):
+                yield ctx.error(
+                    "GS406",
+                    (*pool.path, "labels", key),
+                    f"pool '{pool.name}' sets label '{key}', which the kubelet (or Kubernetes) sets on every node: "
+                    "overwriting it breaks what relies on it (local volumes, anti-affinity) and would let the "
+                    "admission policies read another node's name as one of this pool's",
+                    "remove it: gpustack already tells pools apart by gpustack.io/pool and the pool's node names",
+                    key=True,
+                )
+
+
+def check_gfd_labels(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.blueprint.device_plugin.gfd:
+        return  # without GFD, hand-set product labels are how nodes get them
+    for pool in ctx.blueprint.pools:
+        for key, _ in pool.labels:
+            if key in GFD_LABELS or key.startswith(GFD_LABEL_PREFIXES):
+                yield ctx.warning(
+                    "GS407",
+                    (*pool.path, "labels", key),
+                    f"pool '{pool.name}' sets label '{key}', which GPU Feature Discovery writes from the "
+                    "hardware and overwrites on its next pass",
+                    "remove it: GFD labels the node itself; to select this pool's nodes use gpustack.io/pool, "
+                    "which gpustack writes",
                     key=True,
                 )
 
@@ -148,5 +176,6 @@ RULES = (
     check_memory_oversubscription,
     check_mps_needs_gfd,
     check_owned_labels,
+    check_gfd_labels,
     check_hami_settings_agree,
 )

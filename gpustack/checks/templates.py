@@ -1,4 +1,5 @@
-"""Workload templates rendered exactly as compile renders them (GS606), so `validate` fails where `compile` would."""
+"""Workload templates rendered exactly as compile renders them (GS606: a template that fails to render, breaks a
+rule, or renders an object another object already is), so `validate` fails where `compile` would."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ from collections.abc import Iterator
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.workloads import workload_manifests
+from gpustack.workloads import workload_outputs
 
 
 def check_rendered_templates(ctx: Context) -> Iterator[Diagnostic]:
-    for workload in ctx.blueprint.workloads:
+    for workload, _objects, problems in workload_outputs(ctx):
         if workload.template is None or ctx.blueprint.template_text(workload.template) is None:
             continue  # not read: the reader said why (GS605), or the caller reads no templates (text only)
-        _objects, problems = workload_manifests(ctx, workload)
         yield from problems
 
 

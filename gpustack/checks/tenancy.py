@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.checks.references import tenant_amounts
-from gpustack.context import Context, tenant_demand
+from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name, offer_for
-from gpustack.quota import quota_ceiling
 
 
 def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
@@ -31,7 +30,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                 offers = ctx.offers[pool_name]
                 if not offers:
                     continue
-                nodes = len(pool.nodes)
+                nodes = pool.node_count
                 for resource, amount in items:
                     offer = offer_for(offers, full_resource_name(resource))
                     if offer is None:
@@ -74,7 +73,7 @@ def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
 def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
         quota = {pool: dict(items) for pool, items in tenant.quota}
-        for (pool, resource), needed in sorted(tenant_demand(ctx, tenant.name).items()):
+        for (pool, resource), needed in sorted(ctx.tenant_demand(tenant.name).items()):
             if pool not in quota:
                 continue
             short = resource.removeprefix("nvidia.com/")
@@ -82,7 +81,7 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
             if nominal is None:
                 continue
             # A Kueue tenant in a cohort may also run on what it borrows (its borrowingLimit, or up to the pool).
-            allowed = quota_ceiling(ctx, tenant, pool, resource, nominal)
+            allowed = ctx.quota_ceiling(tenant, pool, resource, nominal)
             if needed > allowed:
                 borrowed = f" (nominal {nominal} + borrowing {allowed - nominal})" if allowed != nominal else ""
                 yield ctx.warning(

@@ -1,4 +1,5 @@
-"""Workload templates ask for what their pool can actually give (GS601-GS604, GS607)."""
+"""Workload templates ask for what their pool can actually give (GS601-GS604, GS607), with the host memory their
+GPUs imply (GS608), and launch what their shape says (GS609)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from collections.abc import Iterator
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
+from gpustack.names import DEVICE_ENV
 from gpustack.needs import Unfit, resolve_need
+from gpustack.offers import offer_for
+from gpustack.quantity import GIB, parse_quantity
+from gpustack.rendezvous import disagreements, training_shape
+from gpustack.sizing import gpu_memory_gib
 
 
 def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -28,6 +34,15 @@ def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
 def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
     for workload in ctx.blueprint.workloads:
         for key, _ in workload.env:
+            if key in DEVICE_ENV:
+                yield ctx.error(
+                    "GS602",
+                    (*workload.path, "env", key),
+                    f"workload '{workload.name}' sets {key}, which the NVIDIA container toolkit can read as a device "
+                    "request: the container may get GPUs outside the device plugin and every quota",
+                    "remove it: the device plugin hands the container exactly the GPUs it requests",
+                    key=True,
+                )
             if key == "CUDA_VISIBLE_DEVICES":
                 yield ctx.error(
                     "GS602",
@@ -93,10 +108,51 @@ def check_volcano_job_on_hami_pool(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_memory_covers_gpu_memory(ctx: Context) -> Iterator[Diagnostic]:
+    """A model's weights pass through host memory on their way to the GPU: a pod with less RAM than the GPU memory
+    it holds is OOM-killed while loading (a 70B model on 8 GPUs with 8Gi never starts)."""
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        requests = ctx.requests.get(workload.name)
+        if workload.memory is None or pool is None or requests is None:
+            continue
+        offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource)
+        if offer is not None and offer.shared_by > 1:
+            continue  # time-slicing and MPS: a pod's model shares the GPU's memory and need not fill it
+        held = gpu_memory_gib(ctx, pool, requests)
+        memory = parse_quantity(workload.memory) / GIB
+        if held is not None and memory < held:
+            yield ctx.warning(
+                "GS608",
+                (*workload.path, "resources", "memory"),
+                f"workload '{workload.name}' gives each pod {workload.memory} of memory but {held.normalize():f}Gi "
+                "of GPU memory: loading a model that fills its GPUs passes the weights through host memory, and "
+                "the pod is OOM-killed at its memory limit",
+                f"give it at least {int(held.to_integral_value(rounding='ROUND_CEILING'))}Gi, or leave resources "
+                "out to have gpustack size it from its GPUs",
+            )
+
+
+def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
+    """A torchrun command that repeats the job's shape must repeat it right: gpustack adds what it leaves out."""
+    for workload in ctx.blueprint.workloads:
+        shape = training_shape(workload)
+        if shape is None:
+            continue
+        for problem in disagreements((*workload.command, *workload.args), shape):
+            if problem.index < len(workload.command):
+                path = (*workload.path, "command", problem.index)
+            else:
+                path = (*workload.path, "args", problem.index - len(workload.command))
+            yield ctx.error("GS609", path, f"workload '{workload.name}': {problem.message}", problem.hint)
+
+
 RULES = (
     check_gpu_need_fits_pool,
+    check_memory_covers_gpu_memory,
     check_cuda_visible_devices,
     check_shared_request_size,
     check_volcano_scheduler,
     check_volcano_job_on_hami_pool,
+    check_launch_matches_shape,
 )

@@ -8,7 +8,8 @@ import tempfile
 
 import click
 
-from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity, render_chart
+from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity
+from gpustack.capacity_chart import render_chart
 from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
@@ -46,6 +47,9 @@ def _write(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".gpustack-chart-", suffix=".svg")
     try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)  # mkstemp makes it 0600: a chart is for others to read
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, path)

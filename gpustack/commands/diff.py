@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from typing import NoReturn
 
@@ -12,6 +11,8 @@ import click
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
 from gpustack.diagnostic import Severity
+from gpustack.jsondoc import dump_document
+from gpustack.report import printable
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
 from gpustack.review.review import Review, review_change
@@ -25,7 +26,7 @@ EXIT_ERROR = 2
 
 def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
-        click.echo(json.dumps({"error": message}))
+        click.echo(dump_document("ReviewError", {"error": message}), nl=False)
     click.echo(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
@@ -73,6 +74,8 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     """
     if base is not None and len(blueprints) != 1:
         raise click.UsageError("with --base give exactly one BLUEPRINT (the working-tree version)")
+    if base is not None and blueprints[0] == "-":
+        raise click.UsageError("--base reads BLUEPRINT's history from git: give its path, not - (standard input)")
     if base is None and len(blueprints) != 2:
         raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
     try:
@@ -95,5 +98,6 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     text = RENDERERS[output](review)
     if output == "markdown" and review.changed:
         text += _rollout_summary(review)
-    click.echo(text, nl=False)
+    # Blueprint strings reach the text and Markdown reviews as written: no escape sequence may reach a terminal (L6).
+    click.echo(text if output == "json" else printable(text, keep_newlines=True), nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import click
@@ -12,6 +11,7 @@ from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
 from gpustack.context import Context
 from gpustack.graph import blueprint_graph, render_mermaid
+from gpustack.jsondoc import dump_document
 from gpustack.validation import validate_path
 
 
@@ -34,6 +34,6 @@ def command(blueprint: str, output: str) -> None:
     elif output == "json":
         data = {"mermaid": source, "nodes": [asdict(n) | {"id": n.id} for n in graph.nodes]}
         data["edges"] = [asdict(e) for e in graph.edges]
-        click.echo(json.dumps(data, indent=2))
+        click.echo(dump_document("Graph", data), nl=False)
     else:
         click.echo(source, nl=False)

@@ -1,13 +1,14 @@
-"""`gpustack models`: the GPU catalog, so users can name a model the way gpustack knows it."""
+"""`gpustack models [TEXT]`: the GPU catalog, so users can name a model the way gpustack knows it."""
 
 from __future__ import annotations
 
-import json
+import sys
 
 import click
 
 from gpustack.catalog import GpuModel, load_catalog
 from gpustack.commands.options import output_option
+from gpustack.jsondoc import dump_document
 
 
 def _model_json(model: GpuModel) -> dict[str, object]:
@@ -15,6 +16,7 @@ def _model_json(model: GpuModel) -> dict[str, object]:
         "key": model.key,
         "name": model.display_name,
         "productLabels": list(model.product_labels),
+        "gkeAccelerators": list(model.gke_accelerators),
         "memoryGiB": model.memory_gib,
         "architecture": model.architecture,
         "family": model.family,
@@ -26,23 +28,31 @@ def _model_json(model: GpuModel) -> dict[str, object]:
 
 
 @click.command(name="models")
-@click.argument("model", required=False)
+@click.argument("text", required=False)
 @output_option()
-def command(model: str | None, output: str) -> None:
-    """List catalogued GPU models, or show one MODEL (a key or a GFD product label) with its MIG profiles."""
+def command(text: str | None, output: str) -> None:
+    """List catalogued GPU models, or those matching TEXT, with their MIG profiles.
+
+    TEXT matches, ignoring case, any part of a catalog key, a GFD product label (nvidia.com/gpu.product)
+    or a cloud accelerator name (GKE's nvidia-tesla-t4): `gpustack models a100` lists every A100.
+    Exit 0, or 1 when nothing matches.
+    """
     catalog = load_catalog()
-    if model is not None:
-        found = catalog.resolve(model)
-        if found is None:
-            suggestions = catalog.suggest(model)
-            hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else ""
-            raise click.UsageError(f"unknown GPU model '{model}'{hint}")
-        models = [found]
-    else:
+    if text is None:
         models = sorted(catalog.models.values(), key=lambda m: m.key)
+    else:
+        exact = catalog.resolve(text)  # a full node label such as NVIDIA-A100-SXM4-40GB-MIG-1g.5gb
+        found = catalog.search(text)
+        models = found if exact is None or exact in found else [exact, *found]
     if output == "json":
-        click.echo(json.dumps([_model_json(m) for m in models], indent=2))
-        return
-    for entry in models:
-        mig = "no MIG" if entry.mig is None else "MIG: " + ", ".join(p.name for p in entry.mig.profiles)
-        click.echo(f"{entry.key:32} {entry.memory_gib:>4} GiB  {entry.product_label:48} {mig}")
+        click.echo(dump_document("ModelList", {"models": [_model_json(m) for m in models]}), nl=False)
+    else:
+        for entry in models:
+            mig = "no MIG" if entry.mig is None else "MIG: " + ", ".join(p.name for p in entry.mig.profiles)
+            click.echo(f"{entry.key:32} {entry.memory_gib:>4} GiB  {entry.product_label:48} {mig}")
+    if not models:
+        assert text is not None
+        suggestions = catalog.suggest(text)
+        hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else ""
+        click.echo(f"gpustack: no GPU model matches '{text}'{hint} (`gpustack models` lists them all)", err=True)
+        sys.exit(1)

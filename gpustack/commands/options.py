@@ -1,24 +1,104 @@
-"""Options every command shares, so they read the same everywhere."""
+"""Options every command shares, so they read the same everywhere.
+
+`--output/-o FORMAT` is how a command prints; `--out-dir/-d DIR` (compile only) is where it writes.
+Until the release after 0.1 the old spellings still work with a warning on stderr: `-O FORMAT` on every command, and
+on compile `-o DIR` / `--out DIR`. `-o` stays unambiguous meanwhile: a format name is a format,
+anything else is the deprecated directory.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., object])
+F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_FORMATS = ("text", "json")
+# Every format any command prints: none of these may name an output directory (`compile -o json`).
+FORMAT_NAMES = ("text", "json", "sarif", "markdown", "yaml")
 
 
-def output_option(choices: tuple[str, ...] = OUTPUT_FORMATS) -> Callable[[F], F]:
-    return click.option(
-        "--output",
-        "-O",
-        "output",
-        type=click.Choice(choices),
-        default="text",
-        show_default=True,
-        help="How to print results.",
-    )
+def deprecated(old: str, new: str) -> None:
+    click.echo(f"gpustack: warning: {old} is deprecated and goes in the next release; use {new}", err=True)
+
+
+class _FormatOrLegacyDir(click.ParamType):
+    """A format name, or (deprecated, compile only) the output directory `-o` used to take."""
+
+    name = "format"
+
+    def __init__(self, choices: tuple[str, ...], legacy_dir: bool) -> None:
+        self.choices = choices
+        self.legacy_dir = legacy_dir
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self.choices) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if text in self.choices:
+            return text
+        if self.legacy_dir and text not in FORMAT_NAMES:
+            return _LEGACY_DIR_PREFIX + text
+        known = ", ".join(self.choices)
+        self.fail(f"'{text}' is not an output format of this command; choose one of: {known}", param, ctx)
+
+
+_LEGACY_DIR_PREFIX = "\0dir:"  # never a format name, never typed by a user (NUL cannot be in argv)
+
+
+def output_option(choices: tuple[str, ...] = OUTPUT_FORMATS, *, legacy_dir: bool = False) -> Callable[[F], F]:
+    """`--output/-o FORMAT` (default text) plus the deprecated `-O FORMAT`; the command receives `output`.
+
+    With `legacy_dir` (compile) a `-o` value that is no format name is the old output directory: the
+    command receives it as `legacy_out_dir` after a deprecation warning.
+    """
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def wrapper(*args: Any, output: str | None, legacy_output: str | None, **kwargs: Any) -> Any:
+            if legacy_output is not None:
+                deprecated(f"-O {legacy_output}", f"--output/-o {legacy_output}")
+                output = output if output is not None else legacy_output
+            if output is not None and output.startswith(_LEGACY_DIR_PREFIX):
+                folder = output.removeprefix(_LEGACY_DIR_PREFIX)
+                deprecated(f"-o {folder} for the output directory", f"--out-dir/-d {folder}")
+                kwargs["legacy_out_dir"] = folder
+                output = legacy_output
+            elif legacy_dir:
+                kwargs["legacy_out_dir"] = None
+            return function(*args, output=output or "text", **kwargs)
+
+        wrapper = click.option(
+            "-O",
+            "legacy_output",
+            type=click.Choice(choices),
+            hidden=True,
+            help="Deprecated spelling of --output.",
+        )(wrapper)
+        wrapper = click.option(
+            "--output",
+            "-o",
+            "output",
+            type=_FormatOrLegacyDir(choices, legacy_dir) if legacy_dir else click.Choice(choices),
+            default=None,
+            help="How to print results (default: text).",
+        )(wrapper)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def refuse_format_named_dir(folder: str) -> None:
+    """`compile -d json` is nearly always `--output json` typed wrong: refuse it, and say how to mean it."""
+    name = folder.rstrip("/" + os.sep)
+    if name in FORMAT_NAMES:
+        raise click.BadParameter(
+            f"'{folder}' is named like an output format; to print {name}, use --output {name}; "
+            f"to write to a folder named {name}, give ./{name}",
+            param_hint="--out-dir",
+        )

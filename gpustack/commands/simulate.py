@@ -1,4 +1,4 @@
-"""`gpustack simulate BLUEPRINT [--scenario FILE]`."""
+"""`gpustack simulate BLUEPRINT [--scenario FILE] [--cluster SNAPSHOT]`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import Scenario, scenario_from
+from gpustack.snapshot import Snapshot, read_snapshot
 from gpustack.validation import Validation, document_locator, validate_path
 
 NOTHING_SIMULATED = "nothing simulated"
@@ -38,6 +39,12 @@ def _version(context: click.Context, parameter: click.Parameter, value: str | No
     "--scenario", type=click.Path(dir_okay=False), help="Demand scenario: replicas, pod spec overrides, raw pods."
 )
 @click.option(
+    "--cluster",
+    "cluster",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Start from a running cluster: `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
+)
+@click.option(
     "--kubernetes-version",
     "version",
     callback=_version,
@@ -45,7 +52,9 @@ def _version(context: click.Context, parameter: click.Parameter, value: str | No
     help="Word messages as this release does (default: the blueprint's; 1.34.1 keeps the taint in the message).",
 )
 @output_option()
-def command(blueprint: str, scenario: str | None, version: KubeVersion | None, output: str) -> None:
+def command(
+    blueprint: str, scenario: str | None, cluster: str | None, version: KubeVersion | None, output: str
+) -> None:
     """Place every workload's pods as kube-scheduler (and Volcano) would, before anything is applied.
 
     Reports placements, utilisation per pool, quota use per tenant, and for each pod that would stay
@@ -70,8 +79,14 @@ def command(blueprint: str, scenario: str | None, version: KubeVersion | None, o
             loaded = scenario_from(read_document(scenario), valid)
         except DiagnosticError as error:
             stop_invalid([Validation(scenario, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
+    snapshot: Snapshot | None = None
+    if cluster is not None:
+        try:
+            snapshot = read_snapshot(cluster)
+        except DiagnosticError as error:
+            stop_invalid([Validation(cluster, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
     try:
-        simulation = run_simulation(valid, [m.obj for m in plan.objects], loaded, version)
+        simulation = run_simulation(valid, [m.obj for m in plan.objects], loaded, version, snapshot=snapshot)
     except TooManyPods as error:
         click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
         sys.exit(1)

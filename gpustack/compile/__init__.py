@@ -6,7 +6,19 @@ from collections.abc import Callable
 
 from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.compile import admission, device_plugin, dra, hami, kueue, mig, nodes, tenants, topology, volcano
+from gpustack.compile import (
+    admission,
+    device_plugin,
+    dra,
+    gpu_operator,
+    hami,
+    kueue,
+    mig,
+    nodes,
+    tenants,
+    topology,
+    volcano,
+)
 from gpustack.context import Context, Locate
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput, Manifest, Plan
@@ -15,6 +27,7 @@ Family = Callable[[Context], FamilyOutput]
 
 FAMILIES: tuple[Family, ...] = (
     tenants.compile_tenants,
+    gpu_operator.compile_gpu_operator,
     device_plugin.compile_device_plugin,
     mig.compile_mig,
     nodes.compile_nodes,
@@ -64,10 +77,12 @@ def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None, loca
         merged.releases.extend(output.releases)
         merged.artifacts.extend(output.artifacts)
         merged.diagnostics.extend(output.diagnostics)
+        merged.prerequisites.extend(output.prerequisites)
     return Plan(
         blueprint=blueprint.name,
         objects=tuple(sorted(merged.objects, key=_rank)),
         releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
         artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
         diagnostics=tuple(merged.diagnostics),
+        prerequisites=tuple(sorted(set(merged.prerequisites), key=lambda p: (p.namespace, p.reason))),
     )

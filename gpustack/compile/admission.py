@@ -28,13 +28,24 @@ enforced and what is not.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
-from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
+from gpustack.names import (
+    ADMISSION_POLICY_MINOR,
+    DEVICE_ENV,
+    DEVICE_MOUNT_ROOT,
+    GPU_ONLY_ENV,
+    MANAGED_BY,
+    TENANT_LABEL,
+    VOLCANO_SCHEDULER,
+)
 from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.selection import identifying_labels
+from gpustack.taints import taint_text
+from gpustack.workload_templates import allowed_priority_classes
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"
@@ -54,6 +65,8 @@ RESOURCE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("apps", "v1", ("daemonsets", "deployments", "replicasets", "statefulsets")),
     ("batch", "v1", ("cronjobs", "jobs")),
     ("batch.volcano.sh", "v1alpha1", ("jobs",)),
+    ("jobset.x-k8s.io", "v1alpha2", ("jobsets",)),
+    ("leaderworkerset.x-k8s.io", "v1", ("leaderworkersets",)),
 )
 
 # --- CEL, shared by every policy ------------------------------------------------------------------------------------
@@ -62,7 +75,8 @@ RESOURCE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # admitted under an older blueprint can still be cleaned up; one that changes the spec is checked like a CREATE.
 CREATED_OR_SPEC_CHANGED = "request.operation == 'CREATE' || object.spec != oldObject.spec"
 
-# The pod specs of the object, whatever its kind: the pod itself, a CronJob's job template, each Volcano task.
+# The pod specs of the object, whatever its kind: the pod itself, a CronJob's job template, each Volcano task, each
+# JobSet replicated job's, a LeaderWorkerSet's leader and worker templates.
 POD_SPECS = """\
 request.resource.resource == 'pods' ? [object.spec] : (
   request.resource.resource == 'cronjobs' ? [object.spec.jobTemplate.spec.template.spec] : (
@@ -71,8 +85,25 @@ request.resource.resource == 'pods' ? [object.spec] : (
         ? object.spec.tasks.filter(t, has(t.template) && has(t.template.spec)).map(t, t.template.spec)
         : []
     ) : (
+    request.resource.group == 'jobset.x-k8s.io' ? (
+      has(object.spec.replicatedJobs)
+        ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec)
+            && has(r.template.spec.template) && has(r.template.spec.template.spec))
+          .map(r, r.template.spec.template.spec)
+        : []
+    ) : (
+    request.resource.group == 'leaderworkerset.x-k8s.io' ? (
+      has(object.spec.leaderWorkerTemplate) ? (
+        (has(object.spec.leaderWorkerTemplate.leaderTemplate)
+          && has(object.spec.leaderWorkerTemplate.leaderTemplate.spec)
+          ? [object.spec.leaderWorkerTemplate.leaderTemplate.spec] : [])
+        + (has(object.spec.leaderWorkerTemplate.workerTemplate)
+          && has(object.spec.leaderWorkerTemplate.workerTemplate.spec)
+          ? [object.spec.leaderWorkerTemplate.workerTemplate.spec] : [])
+      ) : []
+    ) : (
       has(object.spec.template) && has(object.spec.template.spec) ? [object.spec.template.spec] : []
-    )
+    )))
   )
 )"""
 
@@ -122,7 +153,7 @@ has(t.key) && t.key in variables.poolTaintKeys && !(
             ? t.key + '=' + {_VALUE} + ':' + t.effect in variables.ownTaints
             : t.key + '=' + {_VALUE} in variables.ownKeyValues)
       )"""
-# How a refused toleration is named: as describe_taint names a taint, with what it leaves open.
+# How a refused toleration is named: as taint_text names a taint, with what it leaves open.
 _DESCRIBE_TOLERATION = f"""\
 t.key + ({_EXISTS} || {_VALUE} == '' ? '' : '=' + t.value) + ({_HAS_EFFECT} ? ':' + t.effect : '')
           + ({_EXISTS} ? ' (operator Exists: every value)' : '') + ({_HAS_EFFECT} ? '' : ' (every effect)')"""
@@ -202,6 +233,66 @@ variables.specs.exists(s,
 )"""
 WILDCARD_ON_GPU_POD = f"!variables.requestsGpu || {NO_WILDCARD}"
 
+# Containers that can ask for devices: init containers run on the node with the same runtime. A quantity of "0" is
+# what the namespace's LimitRange defaults every container to, so only a non-zero amount is a request.
+_CONTAINERS = "(s.containers + (has(s.initContainers) ? s.initContainers : []))"
+_NONZERO = "{side}.filter(r, r in variables.{names} && string({side}[r]) != '0')"
+
+
+def _requested(names: str) -> str:
+    """Per spec and container, the names of `names` it asks a non-zero amount of (empty lists dropped)."""
+    requests = _NONZERO.format(side="c.resources.requests", names=names)
+    limits = _NONZERO.format(side="c.resources.limits", names=names)
+    return f"""\
+variables.specs.map(s,
+  {_CONTAINERS}.map(c,
+    (has(c.resources) && has(c.resources.requests) ? {requests} : [])
+    + (has(c.resources) && has(c.resources.limits) ? {limits} : [])
+  ).filter(found, size(found) > 0)
+).filter(found, size(found) > 0)"""
+
+
+# Any NVIDIA resource at a non-zero amount: what decides whether driver-capability env has a use.
+# A DRA pod's container gets its GPUs through `resources.claims` (its claims are held to granted classes by
+# admission/dra-claims.yaml), so a claim counts as a GPU request too.
+REQUESTS_ANY_GPU = f"""\
+variables.specs.exists(s,
+  {_CONTAINERS}.exists(c,
+    has(c.resources) && (
+      (has(c.resources.requests) && c.resources.requests.exists(r,
+        r.startsWith('nvidia.com/') && string(c.resources.requests[r]) != '0'))
+      || (has(c.resources.limits) && c.resources.limits.exists(r,
+        r.startsWith('nvidia.com/') && string(c.resources.limits[r]) != '0'))
+      || (has(c.resources.claims) && size(c.resources.claims) > 0)
+    )
+  )
+)"""
+
+# Env and mounts the NVIDIA container toolkit reads as a device request (H4): per spec and container, what it sets.
+RUNTIME_REQUESTS = f"""\
+variables.specs.map(s,
+  {_CONTAINERS}.map(c,
+    (has(c.env)
+      ? c.env.filter(e, e.name in variables.deviceEnv || (!variables.requestsAnyGpu && e.name in variables.gpuOnlyEnv))
+        .map(e, 'env ' + e.name)
+      : [])
+    + (has(c.volumeMounts)
+      ? c.volumeMounts.filter(m, m.mountPath == variables.deviceMountRoot
+          || m.mountPath.startsWith(variables.deviceMountRoot + '/')).map(m, 'a mount at ' + m.mountPath)
+      : [])
+  ).filter(found, size(found) > 0)
+).filter(found, size(found) > 0)"""
+
+PRIORITY_ALLOWED = """\
+variables.specs.all(s, !has(s.priorityClassName) || s.priorityClassName == ''
+  || s.priorityClassName in variables.priorityClasses)"""
+REFUSED_PRIORITY = """\
+variables.specs.filter(s, has(s.priorityClassName) && s.priorityClassName != ''
+  && !(s.priorityClassName in variables.priorityClasses))[0].priorityClassName"""
+NO_SYSTEM_PRIORITY_ON_GPU_POD = """\
+!variables.requestsGpu
+  || variables.specs.all(s, !has(s.priorityClassName) || !s.priorityClassName.startsWith('system-'))"""
+
 
 def _count_more(variable: str, one: str, many: str) -> str:
     """A CEL suffix that counts the findings after the first one, which the message names."""
@@ -226,13 +317,15 @@ class Grants:
     pools: tuple[str, ...]
     taint_keys: tuple[str, ...]  # every key a pool taint uses
     own_taints: tuple[str, ...]  # 'key=value:effect' of its pools' taints ('' for no value)
-    own_taint_texts: tuple[str, ...]  # the same, as describe_taint writes them, for messages
+    own_taint_texts: tuple[str, ...]  # the same, as taint_text writes them, for messages
     own_key_values: tuple[str, ...]  # 'key=value' whose every pool taint (any effect) is its own
     own_key_effects: tuple[str, ...]  # 'key:effect' whose every pool taint (any value) is its own
     own_keys: tuple[str, ...]  # keys whose every pool taint is its own
     label_keys: tuple[str, ...]  # every node label key that names pools
     own_labels: tuple[str, ...]  # 'key=value' its pools' nodes carry
     schedulers: tuple[str, ...]
+    foreign_resources: tuple[str, ...] = ()  # GPU resource names only pools it is not granted advertise
+    priority_classes: tuple[str, ...] = ()  # the PriorityClasses its pods may name
 
 
 @dataclass(frozen=True)
@@ -242,19 +335,30 @@ class PoolFacts:
     taints: tuple[tuple[str, str, str], ...]  # distinct (key, value, effect), in blueprint order
     texts: Mapping[tuple[str, str, str], str]
     label_keys: tuple[str, ...]
+    # Indexes for resolve_grants, so that each tenant costs its own pools rather than the fleet's.
+    taint_keys: tuple[str, ...] = ()  # distinct taint keys, in blueprint order
+    taints_by_key: Mapping[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
+    pool_order: Mapping[str, int] = field(default_factory=dict)  # pool name -> position in the blueprint
 
 
 def gather_pool_facts(ctx: Context) -> PoolFacts:
     texts: dict[tuple[str, str, str], str] = {}
     for pool in ctx.blueprint.pools:
         for taint in pool.taints:
-            texts.setdefault(_identify_taint(taint), describe_taint(taint))
+            texts.setdefault(_identify_taint(taint), taint_text(taint))
     label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
-    return PoolFacts(tuple(texts), texts, tuple(label_keys))
-
-
-def describe_taint(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value is not None else f"{taint.key}:{taint.effect}"
+    by_key: dict[str, list[tuple[str, str, str]]] = {}
+    for taint in texts:
+        by_key.setdefault(taint[0], []).append(taint)
+    order = {pool.name: index for index, pool in reversed(list(enumerate(ctx.blueprint.pools)))}
+    return PoolFacts(
+        tuple(texts),
+        texts,
+        tuple(label_keys),
+        tuple(by_key),
+        {key: tuple(taints) for key, taints in by_key.items()},
+        order,
+    )
 
 
 def _describe_owners(pools: Sequence[str]) -> str:
@@ -275,17 +379,18 @@ def _collect_taints(
             key = _identify_taint(taint)
             if key in skip:
                 continue
-            found.setdefault(key, (describe_taint(taint), []))[1].append(pool.name)
+            found.setdefault(key, (taint_text(taint), []))[1].append(pool.name)
     return found
 
 
 def collect_pool_labels(pool: NodePool) -> list[tuple[str, str]]:
-    """The node labels that name the pool: gpustack's pool label, the pool's own labels, its nodes' hostnames.
+    """The node labels that name the pool: gpustack's pool label, a selector's values, the pool's own labels, its
+    nodes' hostnames.
 
     Not the device-plugin and MIG config labels: they name a configuration that pools share, and the GPU Operator
     puts `nvidia.com/mig.config=all-disabled` on nodes outside any pool.
     """
-    return [(POOL_LABEL, pool.name), *pool.labels, *((HOSTNAME_LABEL, node) for node in pool.nodes)]
+    return [*identifying_labels(pool), *pool.labels, *((HOSTNAME_LABEL, node) for node in pool.nodes)]
 
 
 def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
@@ -294,7 +399,7 @@ def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
     if tenant is not None and tenant.scheduler is Scheduler.VOLCANO:
         names.append(VOLCANO_SCHEDULER)
     if tenant is not None and any(
-        pool.sharing.strategy is SharingStrategy.HAMI for pool in ctx.blueprint.pools if pool.name in tenant.pools
+        ctx.pools[name].sharing.strategy is SharingStrategy.HAMI for name in tenant.pools if name in ctx.pools
     ):
         names.append(ctx.blueprint.hami.scheduler_name)
     return tuple(dict.fromkeys(names))  # a HAMi scheduler renamed to one of the others is listed once
@@ -303,14 +408,14 @@ def list_schedulers(ctx: Context, tenant: Tenant | None) -> tuple[str, ...]:
 def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None = None) -> Grants:
     """What `tenant` may reach; None: a tenant the blueprint does not know, which is granted nothing."""
     facts = facts or gather_pool_facts(ctx)
-    granted_names = set(tenant.pools) if tenant is not None else set()
-    granted = [pool for pool in ctx.blueprint.pools if pool.name in granted_names]
+    granted_names = {name for name in tenant.pools if name in facts.pool_order} if tenant is not None else set()
+    granted = [ctx.blueprint.pools[facts.pool_order[name]] for name in sorted(granted_names, key=facts.pool_order.get)]
     own = list(dict.fromkeys(_identify_taint(taint) for pool in granted for taint in pool.taints))
     own_set = set(own)
     # A taint one of its own pools carries stays tolerable, even if other pools carry it too (pools that share a
     # taint are told apart by labels). A toleration that covers several taints is allowed if all of them are its own.
-    own_keys = {key for key, _, _ in own}
-    foreign = [taint for taint in facts.taints if taint not in own_set and taint[0] in own_keys]
+    own_keys = dict.fromkeys(key for key, _, _ in own)
+    foreign = [taint for key in own_keys for taint in facts.taints_by_key.get(key, ()) if taint not in own_set]
     key_values = dict.fromkeys(f"{k}={v}" for k, v, _ in own)
     key_effects = dict.fromkeys(f"{k}:{e}" for k, _, e in own)
     keys = dict.fromkeys(k for k, _, _ in own)
@@ -321,7 +426,7 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
     labels = dict.fromkeys(f"{key}={value}" for pool in granted for key, value in collect_pool_labels(pool))
     return Grants(
         pools=tuple(pool.name for pool in granted),
-        taint_keys=tuple(dict.fromkeys(k for k, _, _ in facts.taints)),
+        taint_keys=facts.taint_keys,
         own_taints=tuple(f"{k}={v}:{e}" for k, v, e in own),
         own_taint_texts=tuple(facts.texts[taint] for taint in own),
         own_key_values=tuple(key_values),
@@ -330,7 +435,13 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
         label_keys=facts.label_keys,
         own_labels=tuple(labels),
         schedulers=list_schedulers(ctx, tenant),
+        foreign_resources=tuple(sorted(_advertised(ctx, ctx.blueprint.pools) - _advertised(ctx, granted))),
+        priority_classes=tuple(allowed_priority_classes(ctx, tenant.name)) if tenant is not None else (),
     )
+
+
+def _advertised(ctx: Context, pools: Iterable[NodePool]) -> set[str]:
+    return {offer.resource for pool in pools for offer in ctx.offers.get(pool.name, ())}
 
 
 def find_granted_pools(ctx: Context) -> list[tuple[NodePool, list[str]]]:
@@ -537,7 +648,64 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
             ),
         ),
     ]
+    variables, validations = _add_device_rules(
+        tenant_words, Cel("'tenant ' + variables.tenant"), variables, validations
+    )
+    if grants.foreign_resources:
+        variables += [
+            _declare("foreignGpuResources", quote_cel_list(grants.foreign_resources)),
+            _declare("foreignRequests", _requested("foreignGpuResources")),
+        ]
+        validations.append(
+            _build_validation(
+                "size(variables.foreignRequests) == 0",
+                f"{tenant_words} may not request the GPU resources of pools it is not granted: "
+                f"{', '.join(grants.foreign_resources)}",
+                build_message(
+                    *("tenant ", tenant, " may not request ", Cel("variables.foreignRequests[0][0][0]")),
+                    f": only pools it is not granted advertise it {pools}",
+                ),
+            )
+        )
+    classes = ", ".join(grants.priority_classes) or "none"
+    variables.append(_declare("priorityClasses", quote_cel_list(grants.priority_classes)))
+    validations.append(
+        _build_validation(
+            PRIORITY_ALLOWED,
+            f"{tenant_words} may only use the PriorityClasses {classes} (or none): a higher class preempts other "
+            "tenants' pods",
+            build_message(
+                *("tenant ", tenant, " may not use PriorityClass ", Cel(REFUSED_PRIORITY)),
+                f": its pods may name only {classes}, or none; a higher class would preempt other tenants' pods",
+            ),
+        )
+    )
     return build_policy(name, variables, validations)
+
+
+def _add_device_rules(
+    words: str, who: Cel, variables: list[dict[str, str]], validations: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """No env or mount the NVIDIA container toolkit reads as a device request (H4), in any policy."""
+    variables = [
+        *variables,
+        _declare("deviceEnv", quote_cel_list(DEVICE_ENV)),
+        _declare("gpuOnlyEnv", quote_cel_list(GPU_ONLY_ENV)),
+        _declare("deviceMountRoot", quote_cel(DEVICE_MOUNT_ROOT)),
+        _declare("requestsAnyGpu", REQUESTS_ANY_GPU),
+        _declare("runtimeRequests", RUNTIME_REQUESTS),
+    ]
+    what = (
+        f"{', '.join(DEVICE_ENV)} (env), {', '.join(GPU_ONLY_ENV)} without a GPU request, or a mount under "
+        f"{DEVICE_MOUNT_ROOT}: the NVIDIA container toolkit can read them as a device request and hand the "
+        "container GPUs outside the device plugin and every quota"
+    )
+    validation = _build_validation(
+        "size(variables.runtimeRequests) == 0",
+        f"{words} may not set {what}",
+        build_message(who, " may not set ", Cel("variables.runtimeRequests[0][0][0]"), f": {what}"),
+    )
+    return variables, [*validations, validation]
 
 
 def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None = None) -> list[Object]:
@@ -586,8 +754,6 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     granted = find_granted_pools(ctx)
     owners = {pool.name: tenants for pool, tenants in granted}
     found = _collect_taints((pool for pool, _ in granted), set())
-    if not found:
-        return []  # no granted pool is tainted: there is nothing a toleration could open
     taints = tuple(
         {
             "key": key,
@@ -598,38 +764,76 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
         }
         for (key, value, effect), (text, pools) in found.items()
     )
-    resources = sorted({offer.resource for pool, _ in granted for offer in ctx.offers.get(pool.name, ())})
+    granted_pools = [pool for pool, _ in granted]
+    resources = sorted(_advertised(ctx, granted_pools))
+    # Resource names only granted pools advertise: whatever the taints, a pod without a tenant cannot ask for them.
+    exclusive = sorted(set(resources) - _advertised(ctx, (p for p in ctx.blueprint.pools if p not in granted_pools)))
     described = "; ".join(f"pool {pool.name}: {_describe_tenants(tenants)}" for pool, tenants in granted if pool.taints)
     nobody = ("namespace ", Cel("request.namespace"), " belongs to no tenant: ")
     taint = "variables.toleratedGrantedTaints[0]"
-    variables = [
-        _declare("specs", POD_SPECS),
-        _declare("grantedTaints", write_cel_records(taints)),
-        _declare("toleratedGrantedTaints", _filter_tolerated("grantedTaints")),
-        _declare("gpuResources", quote_cel_list(resources)),
-        _declare("requestsGpu", REQUESTS_GPU),
-    ]
-    wildcard = (
-        "a pod that requests GPUs may not use a wildcard toleration (no key, operator Exists): it tolerates the "
-        f"taints of pools granted to tenants ({described})"
-    )
-    validations = [
-        _build_validation(
-            "size(variables.toleratedGrantedTaints) == 0",
-            f"a namespace without a tenant may not tolerate the taint of a pool granted to a tenant ({described})",
-            build_message(
-                *nobody,
-                "it may not tolerate ",
-                Cel(f"{taint}.taint"),
-                ", the taint of ",
-                Cel(f"{taint}.owner"),
-                Cel(_count_more("toleratedGrantedTaints", "such taint", "such taints")),
+    variables = [_declare("specs", POD_SPECS)]
+    validations: list[dict[str, str]] = []
+    if found:
+        wildcard = (
+            "a pod that requests GPUs may not use a wildcard toleration (no key, operator Exists): it tolerates the "
+            f"taints of pools granted to tenants ({described})"
+        )
+        variables += [
+            _declare("grantedTaints", write_cel_records(taints)),
+            _declare("toleratedGrantedTaints", _filter_tolerated("grantedTaints")),
+        ]
+        validations += [
+            _build_validation(
+                "size(variables.toleratedGrantedTaints) == 0",
+                f"a namespace without a tenant may not tolerate the taint of a pool granted to a tenant ({described})",
+                build_message(
+                    *nobody,
+                    "it may not tolerate ",
+                    Cel(f"{taint}.taint"),
+                    ", the taint of ",
+                    Cel(f"{taint}.owner"),
+                    Cel(_count_more("toleratedGrantedTaints", "such taint", "such taints")),
+                ),
             ),
-        ),
-        _build_validation(
-            WILDCARD_ON_GPU_POD, f"in a namespace without a tenant, {wildcard}", build_message(*nobody, wildcard)
-        ),
-    ]
+            _build_validation(
+                WILDCARD_ON_GPU_POD, f"in a namespace without a tenant, {wildcard}", build_message(*nobody, wildcard)
+            ),
+        ]
+    if resources:
+        variables += [_declare("gpuResources", quote_cel_list(resources)), _declare("requestsGpu", REQUESTS_GPU)]
+        validations.append(
+            _build_validation(
+                NO_SYSTEM_PRIORITY_ON_GPU_POD,
+                "in a namespace without a tenant, a pod that requests the GPUs of pools granted to tenants may not "
+                "use a system-* PriorityClass: it would preempt the tenants' pods",
+                build_message(
+                    *nobody,
+                    "a pod that requests the GPUs of pools granted to tenants may not use a system-* PriorityClass: "
+                    "it would preempt the tenants' pods",
+                ),
+            )
+        )
+    if exclusive:
+        variables += [
+            _declare("grantedOnlyResources", quote_cel_list(exclusive)),
+            _declare("grantedOnlyRequests", _requested("grantedOnlyResources")),
+        ]
+        validations.append(
+            _build_validation(
+                "size(variables.grantedOnlyRequests) == 0",
+                "a namespace without a tenant may not request GPU resources only pools granted to tenants "
+                f"advertise: {', '.join(exclusive)}",
+                build_message(
+                    *nobody,
+                    "it may not request ",
+                    Cel("variables.grantedOnlyRequests[0][0][0]"),
+                    ": only pools granted to tenants advertise it",
+                ),
+            )
+        )
+    variables, validations = _add_device_rules(
+        "a namespace without a tenant", Cel("'namespace ' + request.namespace"), variables, validations
+    )
     excluded = [*list_system_namespaces(ctx), *(ns for tenant in ctx.blueprint.tenants for ns in tenant.namespaces)]
     selector = {
         "matchExpressions": [{"key": TENANT_LABEL, "operator": "DoesNotExist"}, _select_names("NotIn", excluded)]

@@ -12,10 +12,12 @@ import re
 from dataclasses import dataclass
 
 from gpustack.context import Context
-from gpustack.model import Allocation, DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy
+from gpustack.model import Allocation, DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy, Stack
 from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
+from gpustack.selection import node_selector_term
+from gpustack.taints import Toleration
 from gpustack.yamlout import dump_yaml
 
 RELEASE_NAME = "nvidia-device-plugin"
@@ -52,7 +54,9 @@ def served_pools(ctx: Context) -> list[NodePool]:
     return [
         pool
         for pool in ctx.blueprint.pools
-        if pool.sharing.strategy is not SharingStrategy.HAMI and pool.allocation is Allocation.DEVICE_PLUGIN
+        if pool.gpu is not None  # CPU-only pools: no plugin
+        and pool.sharing.strategy is not SharingStrategy.HAMI
+        and pool.allocation is Allocation.DEVICE_PLUGIN
     ]
 
 
@@ -168,19 +172,18 @@ def device_plugin_config_key(ctx: Context, pool: NodePool) -> str:
     return assign_config_keys(ctx)[pool.name]
 
 
-def build_affinity(pools: list[str]) -> Object:
-    """Required affinity to gpustack's pool label.
+def build_affinity(pools: list[NodePool]) -> Object:
+    """Required affinity to the pools' nodes: gpustack's pool label for static pools, each selector pool's selector.
 
     Replaces the chart's default, which matches only nodes that NFD or GFD labelled: the plugin
     must run on exactly the pools that use it, and never beside HAMi's plugin.
     """
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": pools}]}]
-            }
-        }
-    }
+    static = [pool.name for pool in pools if pool.selector is None]
+    terms: list[Object] = []
+    if static:
+        terms.append({"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": static}]})
+    terms += [node_selector_term(pool) for pool in pools if pool.selector is not None]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
 def build_tolerations(pools: list[NodePool]) -> list[Object]:
@@ -197,7 +200,7 @@ def build_tolerations(pools: list[NodePool]) -> list[Object]:
             if (taint.key, taint.effect) in seen:
                 continue
             seen.add((taint.key, taint.effect))
-            out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
+            out.append(Toleration(taint.key, "Exists", None, taint.effect).as_object())
     return out
 
 
@@ -213,14 +216,15 @@ def build_values(ctx: Context) -> Object:
             "map": {named.key: dump_yaml(named.config) for named in sorted(configs, key=lambda n: n.key)},
             "default": DEFAULT_CONFIG_KEY,
         },
-        "affinity": build_affinity([pool.name for pool in pools]),
+        "affinity": build_affinity(pools),
         "tolerations": build_tolerations(pools),
         "gfd": {"enabled": ctx.blueprint.device_plugin.gfd},
     }
 
 
 def compile_device_plugin(ctx: Context) -> FamilyOutput:
-    if not served_pools(ctx):
+    # With the GPU Operator its own plugin runs on every GPU node: a second one would advertise the GPUs twice.
+    if ctx.blueprint.stack is not Stack.DEVICE_PLUGIN or not served_pools(ctx):
         return FamilyOutput()
     plugin = ctx.blueprint.device_plugin
     release = HelmRelease(

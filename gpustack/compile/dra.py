@@ -2,9 +2,9 @@
 quotas and the admission policies that keep each tenant's claims on the classes of its granted pools.
 
 Why each part:
-- the driver's kubelet plugin runs only on DRA pools (required affinity on gpustack's pool label): on a node the device
-  plugin also serves, both would hand out the same GPUs (the chart refuses that without gpuResourcesEnabledOverride,
-  which gpustack sets only because the affinity keeps them apart);
+- the driver's kubelet plugin runs only on DRA pools (required affinity: the pool label, or a selector pool's
+  selector): on a node the device plugin also serves, both would hand out the same GPUs (the chart refuses that
+  without gpuResourcesEnabledOverride, which gpustack sets only because the affinity keeps them apart);
 - ResourceQuota counts claimed devices per class (`<class>.deviceclass.resource.k8s.io/devices`), so a tenant's pool
   quota becomes its classes' device counts; classes it is not granted, and the chart's catch-all classes, get 0;
 - claims are namespaced and name their class freely: without a policy any tenant could claim `gpu.nvidia.com` (every
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpustack.compile.device_plugin import build_affinity
 from gpustack.context import Context
 from gpustack.dra import (
     DeviceClassFact,
@@ -118,19 +119,8 @@ def driver_values(ctx: Context) -> Object:
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "resourceApiVersion": api_version(ctx.blueprint),
         "kubeletPlugin": {
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {"key": POOL_LABEL, "operator": "In", "values": [p.name for p in pools]}
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
+            # Static pools by gpustack's pool label, selector pools by their own selector, as the plugin's.
+            "affinity": build_affinity(list(pools)),
             "tolerations": tolerations,
         },
     }

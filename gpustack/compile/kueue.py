@@ -40,6 +40,7 @@ from gpustack.names import KUEUE_LOCAL_QUEUE, MANAGED_BY, POOL_LABEL, TENANT_LAB
 from gpustack.offers import full_resource_name
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.schedulers import CPU, MAX_FLAVOR_TAINTS, MEMORY, kueue_tenants, nominal_quota
+from gpustack.taints import taint_object
 from gpustack.workloads import tolerations
 
 FAMILY = "kueue"
@@ -151,24 +152,20 @@ Notes:
   resources its ClusterQueue does not cover, and gpustack limits GPUs, not the CPU that comes with them.
 - gpustack's workload templates carry `kueue.x-k8s.io/queue-name: default`. Workloads without the label are
   queued too where Kueue's LocalQueueDefaulting is on (the default since v0.12), for the kinds Kueue's
-  `integrations.frameworks` manage (Jobs, Deployments, StatefulSets and Pods in its default configuration).
+  `integrations.frameworks` manage (Jobs, JobSets, LeaderWorkerSets, Deployments, StatefulSets and Pods among
+  them in its default configuration; Kueue admits a JobSet as one workload, a LeaderWorkerSet group as one).
 {hami_note}"""
 
 
-def _taint(key: str, value: str | None, effect: str) -> Object:
-    taint: Object = {"key": key}
-    if value is not None:
-        taint["value"] = value
-    taint["effect"] = effect
-    return taint
-
-
 def resource_flavor(pool: NodePool, api_version: str) -> Object:
-    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
+    # A selector pool's exact labels are the ones its provider sets: Kueue's nodeSelector then holds from a node's
+    # first moment; nodeLabels is a plain map, so expressions fall back to gpustack's pool label.
+    labels = dict(pool.selector.match_labels) if pool.selector is not None else {}
+    spec: dict[str, Any] = {"nodeLabels": labels or {POOL_LABEL: pool.name}}
     if pool.taints:
         # Both, as the issue's pattern asks: nodeTaints say what the nodes carry; tolerations are what Kueue injects
         # into admitted pods (and, listed together, make Kueue skip the taint check at admission).
-        spec["nodeTaints"] = [_taint(t.key, t.value, t.effect) for t in pool.taints][:MAX_FLAVOR_TAINTS]
+        spec["nodeTaints"] = [taint_object(t) for t in pool.taints][:MAX_FLAVOR_TAINTS]
         spec["tolerations"] = tolerations(pool)[:MAX_FLAVOR_TAINTS]
     return {
         "apiVersion": api_version,

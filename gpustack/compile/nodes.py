@@ -1,19 +1,18 @@
 """Node labels and taints: what ties a node to its pool, its device-plugin config and its MIG layout.
 
-Three forms:
-- `nodes/nodes.yaml`: server-side-apply patches carrying the labels only. Labels are a map, so
-  applying them (in the kustomization) merges with labels others set.
-- `nodes/taints.yaml`: patches carrying the taints, NOT in the kustomization. `spec.taints` is an
-  atomic list: applying it makes the pool's taints the node's whole taint list and conflicts with
-  every other manager of that list (the node controller, `kubectl taint`, cluster autoscalers). Apply
-  it deliberately, under its own field manager
-  (`kubectl apply --server-side --field-manager=gpustack-taints -f nodes/taints.yaml`), only where
-  gpustack should own node taints outright: applied as `gpustack`, it would drop the labels the
-  kustomization applied as `gpustack`, and the next `kubectl apply -k` would drop the taints.
-- `nodes/label-nodes.sh`: plain `kubectl label`/`kubectl taint` calls, one taint at a time, which
-  add or update gpustack's taints and leave everyone else's alone.
+A static pool (`nodes:`) names existing nodes; a selector pool (`selector:`) is whatever nodes its provider
+(a cloud node pool, Karpenter) creates, so gpustack cannot label them: the provider must, at node creation.
 
-Applying a Node that does not exist creates an empty one; the script's `kubectl label` fails instead.
+- `nodes/label-nodes.sh`: plain `kubectl label`/`kubectl taint` calls for the static pools, one taint at a time,
+  which add or update gpustack's labels and taints and leave everyone else's alone. `kubectl label` fails on a
+  node that does not exist: a misspelt or not-yet-created node is reported, never created.
+- `nodes/<pool>.node-pool.yaml` for each selector pool: exactly the labels and taints its provider's node pool
+  must carry (GKE `node_config.labels`/`taints`, EKS NodeGroup `labels`/`taints`, AKS `nodeLabels`/`nodeTaints`,
+  Karpenter NodePool `spec.template`), so every new node starts with its device-plugin config and MIG layout.
+- `nodes/nodes.yaml` and `nodes/taints.yaml`: the static pools' labels and taints as Node objects, for review and
+  for Pulumi (which checks each node exists before patching it). NOT in the kustomization: applying a Node that
+  does not exist creates an empty one, and `spec.taints` is an atomic list that would take over every other
+  manager's taints.
 """
 
 from __future__ import annotations
@@ -23,15 +22,29 @@ import shlex
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
-from gpustack.model import Allocation, NodePool, SharingStrategy, Taint
-from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.model import Allocation, NodePool, SharingStrategy, Stack
+from gpustack.names import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    HAMI_NODE_LABELS,
+    MIG_CONFIG_LABEL,
+    OPERATOR_DEVICE_PLUGIN_LABEL,
+    POOL_LABEL,
+)
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.selection import describe_selection
+from gpustack.taints import taint_object, taint_text
+from gpustack.yamlout import dump_yaml
 
 FAMILY = "nodes"
 TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring
 NODES_FILE = "nodes/nodes.yaml"
 TAINTS_FILE = "nodes/taints.yaml"
 SCRIPT_FILE = "nodes/label-nodes.sh"
+VERIFY_FILE = "verify-nodes.sh"
+
+
+def node_pool_file(pool: NodePool) -> str:
+    return f"nodes/{pool.name}.node-pool.yaml"
 
 
 def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
@@ -44,7 +57,12 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     if pool.sharing.strategy is SharingStrategy.HAMI:
         # What HAMi's device plugin selects its nodes by (hami.py); the NVIDIA plugin stays off these nodes.
         labels.update(HAMI_NODE_LABELS)
-    elif pool.allocation is Allocation.DEVICE_PLUGIN:  # a DRA pool's GPUs are the DRA driver's: no plugin config
+        if ctx.blueprint.stack is Stack.GPU_OPERATOR:
+            labels[OPERATOR_DEVICE_PLUGIN_LABEL] = "false"  # HAMi's plugin owns these GPUs: never two plugins
+    elif pool.gpu is not None and pool.allocation is Allocation.DRA:
+        if ctx.blueprint.stack is Stack.GPU_OPERATOR:
+            labels[OPERATOR_DEVICE_PLUGIN_LABEL] = "false"  # the DRA driver owns these GPUs: never a plugin too
+    elif pool.gpu is not None:  # a CPU-only pool has no device plugin to configure
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_key(ctx, pool)
     mig = mig_config_label(ctx, pool)
     if mig is not None:
@@ -54,17 +72,9 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
     return labels
 
 
-def _taint(taint: Taint) -> Object:
-    out: Object = {"key": taint.key}
-    if taint.value is not None:
-        out["value"] = taint.value
-    out["effect"] = taint.effect
-    return out
-
-
 def node_taints(pool: NodePool) -> list[Object]:
     """The pool's taints as core/v1 Taint objects, in blueprint order."""
-    return [_taint(taint) for taint in pool.taints]
+    return [taint_object(taint) for taint in pool.taints]
 
 
 def build_node_patch(ctx: Context, pool: NodePool, node: str) -> Object:
@@ -75,10 +85,6 @@ def build_node_patch(ctx: Context, pool: NodePool, node: str) -> Object:
 def build_taint_patch(pool: NodePool, node: str) -> Object:
     """The pool's taints on one node, as a patch that owns the node's whole taint list."""
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"taints": node_taints(pool)}}
-
-
-def _taint_argument(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value is not None else f"{taint.key}:{taint.effect}"
 
 
 def _command(words: list[str]) -> str:
@@ -98,8 +104,12 @@ def render_label_script(ctx: Context) -> str:
     ]
     for pool in ctx.blueprint.pools:
         lines += ["", f"# pool {pool.name}"]
+        if pool.selector is not None:
+            lines.append(f"# selected by {describe_selection(pool)}: its provider sets the labels and taints of")
+            lines.append(f"# {node_pool_file(pool)} on each new node")
+            continue
         labels = [f"{key}={value}" for key, value in node_labels(ctx, pool).items()]
-        taints = [_taint_argument(taint) for taint in pool.taints]
+        taints = [taint_text(taint) for taint in pool.taints]
         for node in pool.nodes:
             lines.append(_command(["kubectl", "label", "node", node, *labels, "--overwrite"]))
             if taints:
@@ -107,19 +117,92 @@ def render_label_script(ctx: Context) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _column(resource: str) -> str:
+    # custom-columns takes a JSONPath-like field; dots inside a resource name are escaped.
+    return ".status.allocatable." + resource.replace(".", "\\.")
+
+
+def render_verify_script(ctx: Context) -> str:
+    """`kubectl get nodes` per pool with the resources the pool promises as columns, and the expected amounts.
+
+    The last step of an apply: a node whose column shows <none> or a smaller number has no device plugin, the wrong
+    config label or an unfinished MIG layout, and its pods would stay Pending.
+    """
+    lines = [
+        "#!/bin/sh",
+        f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': check that each node advertises what its pool",
+        "# promises. Run after the charts are ready and the nodes are labelled. Edit the blueprint, not this file.",
+        "set -eu",
+    ]
+    for pool in ctx.blueprint.pools:
+        offers = ctx.offers.get(pool.name, ())
+        if not offers:
+            continue
+        expected = ", ".join(f"{offer.resource}={offer.per_node}" for offer in offers)
+        columns = ",".join(
+            [
+                "NAME:.metadata.name",
+                *(f"{offer.resource.rpartition('/')[2].upper()}:{_column(offer.resource)}" for offer in offers),
+            ]
+        )
+        lines += [
+            "",
+            f"echo 'pool {pool.name}: every node should show {expected}'",
+            _command(["kubectl", "get", "nodes", "-l", describe_selection(pool), "-o", f"custom-columns={columns}"]),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def render_node_pool(ctx: Context, pool: NodePool) -> str:
+    """What a selector pool's provider must put on every node it creates, as data to copy into its node pool."""
+    fragment: Object = {
+        "pool": pool.name,
+        "selector": describe_selection(pool),
+        "labels": node_labels(ctx, pool),
+        "taints": node_taints(pool),
+    }
+    if pool.taints:
+        # The same taints as AKS nodeTaints, eksctl and `kubectl taint` write them.
+        fragment["taintsAsText"] = [taint_text(taint) for taint in pool.taints]
+    return (
+        f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': the labels and taints node pool "
+        f"'{pool.name}' must carry.\n"
+        "# Set them where the provider sets node labels and taints, so every node starts with them: GKE\n"
+        "# node_config.labels / taints, EKS NodeGroup labels / taints, AKS nodeLabels / nodeTaints, Karpenter\n"
+        "# NodePool spec.template.metadata.labels / spec.template.spec.taints. Not applied by kustomize.\n"
+        + dump_yaml(fragment)
+    )
+
+
 def compile_nodes(ctx: Context) -> FamilyOutput:
+    static = [pool for pool in ctx.blueprint.pools if pool.selector is None]
     objects = [
-        Manifest(FAMILY, NODES_FILE, build_node_patch(ctx, pool, node))
-        for pool in ctx.blueprint.pools
-        for node in pool.nodes
+        Manifest(FAMILY, NODES_FILE, build_node_patch(ctx, pool, node)) for pool in static for node in pool.nodes
     ]
     objects += [
         Manifest(TAINTS_FAMILY, TAINTS_FILE, build_taint_patch(pool, node))
-        for pool in ctx.blueprint.pools
+        for pool in static
         if pool.taints
         for node in pool.nodes
     ]
-    script = Artifact(
-        SCRIPT_FILE, render_label_script(ctx), "kubectl commands that label and taint the nodes, one taint at a time"
+    artifacts = [
+        Artifact(
+            node_pool_file(pool),
+            render_node_pool(ctx, pool),
+            f"the labels and taints node pool `{pool.name}` must carry (set by its provider)",
+        )
+        for pool in ctx.blueprint.pools
+        if pool.selector is not None
+    ]
+    if static:
+        artifacts.append(
+            Artifact(
+                SCRIPT_FILE,
+                render_label_script(ctx),
+                "kubectl commands that label and taint the nodes, one taint at a time (never create a node)",
+            )
+        )
+    artifacts.append(
+        Artifact(VERIFY_FILE, render_verify_script(ctx), "checks that every node advertises what its pool promises")
     )
-    return FamilyOutput(objects=objects, artifacts=[script])
+    return FamilyOutput(objects=objects, artifacts=artifacts)

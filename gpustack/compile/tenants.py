@@ -15,7 +15,6 @@ from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.quota import quota_ceiling
 from gpustack.schedulers import namespace_quota
 
 FAMILY = "tenants"
@@ -34,10 +33,19 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
         file = f"tenants/{tenant.name}.yaml"
         hard = quota_hard(ctx, tenant)
         limits = gpu_max_per_container(ctx, tenant)
+        foreign = foreign_resources(ctx, tenant)
+        # Zero on every GPU resource only pools it is not granted advertise: whatever the taints, the tenant's pods
+        # cannot take those pools' GPUs by resource name (a soft or missing taint no longer opens them).
+        closed = dict(sorted({**hard, **{f"requests.{name}": 0 for name in foreign}}.items()))
+        # The LimitRange caps them at 0 too, with a clear message per container; not for a Kueue tenant, whose
+        # ClusterQueue refuses a pod that names (even at 0) a resource it does not cover.
+        if tenant.scheduler is not Scheduler.KUEUE:
+            closed_limits = {name: 0 for name in foreign if name in limitable_resources(ctx)}
+            limits = dict(sorted({**limits, **closed_limits}.items()))
         for namespace in tenant.namespaces:
             output.objects.append(Manifest(FAMILY, file, namespace_object(tenant, namespace)))
-            if hard:
-                output.objects.append(Manifest(FAMILY, file, resource_quota(tenant, namespace, hard)))
+            if closed:
+                output.objects.append(Manifest(FAMILY, file, resource_quota(tenant, namespace, closed)))
             output.objects.append(Manifest(FAMILY, file, limit_range(tenant, namespace, limits)))
     output.objects.extend(Manifest("cluster", PRIORITY_FILE, obj) for obj in priority_classes(ctx.blueprint.tenants))
     return output
@@ -79,14 +87,14 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
     named = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
     totals: dict[str, int] = {}
     for pool in tenant.pools:
-        nodes = len(ctx.pools[pool].nodes) if pool in ctx.pools else 0
+        nodes = ctx.pools[pool].node_count if pool in ctx.pools else 0
         quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool).items()}
         for offer in ctx.offers.get(pool, ()):
             if offer.resource not in named:
                 continue
             nominal = quota.get(offer.resource, offer.per_node * nodes)
             key = f"requests.{offer.resource}"
-            totals[key] = totals.get(key, 0) + quota_ceiling(ctx, tenant, pool, offer.resource, nominal)
+            totals[key] = totals.get(key, 0) + ctx.quota_ceiling(tenant, pool, offer.resource, nominal)
     return dict(sorted(totals.items()))
 
 
@@ -113,6 +121,24 @@ def gpu_max_per_container(ctx: Context, tenant: Tenant) -> dict[str, int]:
             if _limitable(offer):
                 most[offer.resource] = max(most.get(offer.resource, 0), offer.per_node)
     return dict(sorted(most.items()))
+
+
+def foreign_resources(ctx: Context, tenant: Tenant) -> list[str]:
+    """GPU resource names that only pools the tenant is not granted advertise."""
+    own = {offer.resource for pool in tenant.pools for offer in ctx.offers.get(pool, ())}
+    others = {
+        offer.resource
+        for pool in ctx.blueprint.pools
+        if pool.name not in tenant.pools
+        for offer in ctx.offers.get(pool.name, ())
+    }
+    return sorted(others - own)
+
+
+def limitable_resources(ctx: Context) -> set[str]:
+    """Resource names no HAMi pool advertises: a LimitRange may name them without HAMi's webhook acting on it."""
+    offers = [offer for pool_offers in ctx.offers.values() for offer in pool_offers]
+    return {o.resource for o in offers} - {o.resource for o in offers if not _limitable(o)}
 
 
 def limit_range(tenant: Tenant, namespace: str, gpu_max: dict[str, int]) -> Object:

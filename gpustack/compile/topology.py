@@ -9,6 +9,7 @@ from __future__ import annotations
 from gpustack.context import Context
 from gpustack.model import NodePool, Topology
 from gpustack.plan import Artifact, FamilyOutput, Object
+from gpustack.selection import describe_selection
 from gpustack.yamlout import dump_yaml
 
 # Policies that reject a pod whose resources cannot be aligned; aligning CPUs needs the static CPU manager.
@@ -41,6 +42,13 @@ def _comment(ctx: Context, pool: NodePool, topology: Topology) -> list[str]:
         "then restart the kubelet there (systemctl restart kubelet): it reads them only at start-up.",
         "Drain a node first: pods admitted under the old policy are not re-aligned.",
     ]
+    if pool.selector is not None:
+        # New nodes must boot with the settings: the provider's kubelet configuration is where they go.
+        lines[2:6] = [
+            f"Set these fields in the kubelet configuration of the node pool selected by {describe_selection(pool)}",
+            "(the node template's kubelet config: GKE node_config.kubelet_config, EKS/Karpenter user data or",
+            "EC2NodeClass kubelet, AKS kubeletConfig), so every node starts with them.",
+        ]
     if topology.policy in STRICT_POLICIES:
         lines += [
             "",

@@ -1,16 +1,21 @@
-"""Capacity before and after: per pool what its nodes advertise, per tenant what it may and wants to take."""
+"""Capacity before and after: the `gpustack capacity` figures of both versions, side by side.
+
+Each side is `gpustack.capacity.measure_capacity` of its Context, so `gpustack diff` and `gpustack capacity` can
+never disagree on what a pool gives or a tenant may take and asks for.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Generic, TypeVar
 
-from gpustack.context import tenant_demand
-from gpustack.offers import Offer, full_resource_name
+from gpustack.capacity import Capacity, Grant, PoolCapacity, TenantCapacity, Unit
+from gpustack.offers import full_resource_name
 from gpustack.review.snapshot import Snapshot
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -24,37 +29,48 @@ class Pair(Generic[T]):
     def changed(self) -> bool:
         return self.before != self.after
 
+    def map(self, figure: Callable[[T], S | None]) -> Pair[S]:
+        return Pair(*(None if side is None else figure(side) for side in (self.before, self.after)))
 
-@dataclass(frozen=True)
-class Units:
-    """What one advertised resource gives across a pool."""
 
-    per_node: int
-    total: int
-    memory_gib: Decimal | None  # memory one unit can use; None for counters such as gpumem
-    isolation: str
-    profile: str | None
-    shared_by: int
+def _offered(unit: Unit | None) -> tuple[object, ...] | None:
+    """What a pool gives of a resource: a change in what the templates ask of it is the tenant rows' business."""
+    if unit is None:
+        return None
+    return (unit.per_node, unit.total, unit.memory_gb, unit.isolation, unit.profile, unit.shared_by)
 
 
 @dataclass(frozen=True)
-class ResourceCapacity:
+class ResourceChange:
     resource: str
-    units: Pair[Units]
+    units: Pair[Unit]
 
     @property
     def changed(self) -> bool:
-        return self.units.changed
+        return _offered(self.units.before) != _offered(self.units.after)
 
 
 @dataclass(frozen=True)
-class PoolCapacity:
+class PoolChange:
     pool: str
-    model: Pair[str]
-    nodes: Pair[int]
-    gpus: Pair[int]  # physical GPUs in the pool
-    sharing: Pair[str]
-    resources: tuple[ResourceCapacity, ...]
+    capacity: Pair[PoolCapacity]
+    resources: tuple[ResourceChange, ...]
+
+    @property
+    def model(self) -> Pair[str]:
+        return self.capacity.map(lambda p: p.model)
+
+    @property
+    def nodes(self) -> Pair[int]:
+        return self.capacity.map(lambda p: p.nodes)
+
+    @property
+    def gpus(self) -> Pair[int]:
+        return self.capacity.map(lambda p: p.physical_gpus)
+
+    @property
+    def sharing(self) -> Pair[str]:
+        return self.capacity.map(lambda p: p.sharing_setting)
 
     @property
     def changed(self) -> bool:
@@ -77,7 +93,7 @@ class TenantResource:
 
 
 @dataclass(frozen=True)
-class TenantCapacity:
+class TenantChange:
     tenant: str
     pools: Pair[tuple[str, ...]]
     resources: tuple[TenantResource, ...]
@@ -88,102 +104,78 @@ class TenantCapacity:
 
 
 @dataclass(frozen=True)
-class Capacity:
-    pools: tuple[PoolCapacity, ...]
-    tenants: tuple[TenantCapacity, ...]
+class CapacityChange:
+    pools: tuple[PoolChange, ...]
+    tenants: tuple[TenantChange, ...]
 
 
-def _units(offer: Offer, nodes: int) -> Units:
-    return Units(
-        offer.per_node, offer.per_node * nodes, offer.memory_gib, str(offer.isolation), offer.profile, offer.shared_by
-    )
+def _pool(capacity: Capacity | None, name: str) -> PoolCapacity | None:
+    return None if capacity is None else next((p for p in capacity.pools if p.name == name), None)
 
 
-def _pool_units(snapshot: Snapshot, pool: str) -> dict[str, Units]:
-    found = snapshot.pools.get(pool)
-    if found is None:
-        return {}
-    return {offer.resource: _units(offer, len(found.nodes)) for offer in snapshot.offers(pool)}
+def _tenant(capacity: Capacity | None, name: str) -> TenantCapacity | None:
+    return None if capacity is None else next((t for t in capacity.tenants if t.name == name), None)
 
 
-def _sharing_text(snapshot: Snapshot, pool: str) -> str | None:
-    found = snapshot.pools.get(pool)
-    if found is None:
-        return None
-    sharing = found.sharing
-    if sharing.replication is not None:
-        return f"{sharing.strategy} x{sharing.replication.replicas}"
-    if sharing.mig is not None and str(sharing.strategy) == "mig":
-        return f"mig {sharing.mig.strategy}"
-    return str(sharing.strategy)
+def _units(pool: PoolCapacity | None) -> dict[str, Unit]:
+    return {} if pool is None else {unit.resource: unit for unit in pool.units}
 
 
-def pool_capacity(before: Snapshot, after: Snapshot, pool: str) -> PoolCapacity:
-    old, new = _pool_units(before, pool), _pool_units(after, pool)
-    sides = (before.pools.get(pool), after.pools.get(pool))
-    resources = tuple(ResourceCapacity(name, Pair(old.get(name), new.get(name))) for name in _ordered(old, new))
-    return PoolCapacity(
-        pool=pool,
-        model=Pair(before.model_name(pool), after.model_name(pool)),
-        nodes=Pair(*(None if p is None else len(p.nodes) for p in sides)),
-        gpus=Pair(*(None if p is None else len(p.nodes) * p.gpu.count for p in sides)),
-        sharing=Pair(_sharing_text(before, pool), _sharing_text(after, pool)),
-        resources=resources,
-    )
+def pool_change(before: Capacity | None, after: Capacity | None, pool: str) -> PoolChange:
+    sides = Pair(_pool(before, pool), _pool(after, pool))
+    old, new = _units(sides.before), _units(sides.after)
+    ordered = list(new) + [name for name in old if name not in new]  # the new version's (stable) order first
+    return PoolChange(pool, sides, tuple(ResourceChange(name, Pair(old.get(name), new.get(name))) for name in ordered))
 
 
-def _ordered(old: dict[str, Units], new: dict[str, Units]) -> list[str]:
-    """The new version's resource order (offers are in a stable order), then those that went away."""
-    return list(new) + [name for name in old if name not in new]
+def _grants(tenant: TenantCapacity | None, pool: str) -> dict[str, Grant]:
+    return {} if tenant is None else {g.resource: g for g in tenant.grants if g.pool == pool}
 
 
-def _quota(snapshot: Snapshot, tenant: str, pool: str) -> dict[str, int]:
+def _quota_names(snapshot: Snapshot, tenant: str, pool: str) -> list[str]:
+    """Resources the tenant's quota names on the pool, in the blueprint's order."""
     found = snapshot.tenants.get(tenant)
-    if found is None:
-        return {}
-    return {full_resource_name(short): amount for short, amount in found.quota_for(pool).items()}
+    return [] if found is None else [full_resource_name(short) for short in found.quota_for(pool)]
 
 
-def _needs(snapshot: Snapshot, tenant: str) -> dict[tuple[str, str], int]:
+def _need_names(snapshot: Snapshot, tenant: str, pool: str) -> list[str]:
+    """Resources the tenant's workload templates request on the pool, in workload order."""
     if snapshot.context is None or tenant not in snapshot.tenants:
-        return {}
-    return tenant_demand(snapshot.context, tenant)
+        return []
+    return [resource for (p, resource) in snapshot.context.tenant_demand(tenant) if p == pool]
 
 
-def _access(snapshot: Snapshot, tenant: str) -> tuple[str, ...] | None:
-    found = snapshot.tenants.get(tenant)
-    return None if found is None else found.pools
-
-
-def tenant_capacity(before: Snapshot, after: Snapshot, tenant: str) -> TenantCapacity:
-    needs = (_needs(before, tenant), _needs(after, tenant))
-    pools = Pair(_access(before, tenant), _access(after, tenant))
+def tenant_change(before: Snapshot, after: Snapshot, tenant: str) -> TenantChange:
+    capacities = (before.capacity, after.capacity)
+    tenants = Pair(_tenant(capacities[0], tenant), _tenant(capacities[1], tenant))
+    pools = tenants.map(lambda t: t.pools)
     rows: list[TenantResource] = []
     for pool in dict.fromkeys([*(pools.after or ()), *(pools.before or ())]):
-        quotas = (_quota(before, tenant, pool), _quota(after, tenant, pool))
-        supplies = (_pool_units(before, pool), _pool_units(after, pool))
-        gpu_units = [n for side in reversed(supplies) for n, units in side.items() if units.memory_gib is not None]
-        wanted = [name for side in reversed(quotas) for name in side]
-        wanted += [resource for side in reversed(needs) for (p, resource) in side if p == pool]
-        access = tuple(None if side is None else pool in side for side in (pools.before, pools.after))
+        supplies = [_units(_pool(c, pool)) for c in capacities]
+        grants = [_grants(t, pool) for t in (tenants.before, tenants.after)]
+        access = [None if side is None else pool in side for side in (pools.before, pools.after)]
+        wanted = [*_quota_names(after, tenant, pool), *_quota_names(before, tenant, pool)]
+        wanted += [*_need_names(after, tenant, pool), *_need_names(before, tenant, pool)]
+        gpu_units = [n for side in reversed(supplies) for n, unit in side.items() if unit.memory_gb is not None]
         for resource in dict.fromkeys(wanted or gpu_units):
+            sides = list(zip(grants, access, strict=True))
             rows.append(
                 TenantResource(
                     pool,
                     resource,
                     Pair(*access),
-                    Pair(*(q.get(resource) for q in quotas)),
-                    Pair(*(n.get((pool, resource), 0) if a else None for n, a in zip(needs, access, strict=True))),
-                    Pair(*(None if resource not in s else s[resource].total for s in supplies)),
+                    Pair(*(g[resource].quota if resource in g else None for g in grants)),
+                    Pair(*(None if not a else g[resource].demand if resource in g else 0 for g, a in sides)),
+                    Pair(*(s[resource].total if resource in s else None for s in supplies)),
                 )
             )
-    return TenantCapacity(tenant, pools, tuple(rows))
+    return TenantChange(tenant, pools, tuple(rows))
 
 
-def capacity_deltas(before: Snapshot, after: Snapshot) -> Capacity:
+def capacity_deltas(before: Snapshot, after: Snapshot) -> CapacityChange:
     pools = list(dict.fromkeys([*after.pools, *before.pools]))
     tenants = list(dict.fromkeys([*after.tenants, *before.tenants]))
-    return Capacity(
-        pools=tuple(pool_capacity(before, after, p) for p in pools),
-        tenants=tuple(tenant_capacity(before, after, t) for t in tenants),
+    return CapacityChange(
+        pools=tuple(pool_change(before.capacity, after.capacity, p) for p in pools),
+        tenants=tuple(tenant_change(before, after, t) for t in tenants),
     )

@@ -8,14 +8,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from gpustack.capacity import Unit
 from gpustack.graph import Graph, blueprint_graph, compare_graphs, render_mermaid
-from gpustack.review.capacity import Pair, PoolCapacity, TenantCapacity, Units
+from gpustack.review.capacity import Pair, PoolChange, TenantChange
 from gpustack.review.changes import EntityChange, Kind, Status
 from gpustack.review.review import Review
 from gpustack.review.risk import Risk, count_by_severity
 from gpustack.review.snapshot import Snapshot
-
-FORMAT_VERSION = 1
 
 
 def _number(value: Decimal | None) -> int | float | None:
@@ -32,27 +31,27 @@ def _pair(pair: Pair[Any]) -> dict[str, Any]:
     }
 
 
-def _memory(units: Units) -> dict[str, Any] | None:
+def _memory(units: Unit) -> dict[str, Any] | None:
     """Memory one unit can use. MIG units are named by the profile's GB; any other unit is a share of GiB."""
-    if units.memory_gib is None:
+    if units.memory_gb is None:
         return None
-    return {"value": _number(units.memory_gib), "unit": "GB" if units.profile is not None else "GiB"}
+    return {"value": _number(units.memory_gb), "unit": "GB" if units.profile is not None else "GiB"}
 
 
-def _units(units: Units | None) -> dict[str, Any] | None:
+def _units(units: Unit | None) -> dict[str, Any] | None:
     if units is None:
         return None
     return {
-        "per_node": units.per_node,
+        "perNode": units.per_node,
         "total": units.total,
         "memory": _memory(units),
-        "isolation": units.isolation,
+        "isolation": str(units.isolation),
         "profile": units.profile,
-        "shared_by": units.shared_by,
+        "sharedBy": units.shared_by,
     }
 
 
-def _pool(pool: PoolCapacity) -> dict[str, Any]:
+def _pool(pool: PoolChange) -> dict[str, Any]:
     return {
         "pool": pool.pool,
         "changed": pool.changed,
@@ -72,7 +71,7 @@ def _pool(pool: PoolCapacity) -> dict[str, Any]:
     }
 
 
-def _tenant(tenant: TenantCapacity) -> dict[str, Any]:
+def _tenant(tenant: TenantChange) -> dict[str, Any]:
     return {
         "tenant": tenant.tenant,
         "changed": tenant.changed,
@@ -131,7 +130,7 @@ def _counts(review: Review) -> dict[str, Any]:
         counts[f"{kind}s"] = {
             str(status): sum(c.kind is kind and c.status is status for c in review.changes) for status in Status
         }
-    counts["cluster_settings"] = sum(len(c.fields) for c in review.changes if c.kind is Kind.CLUSTER)
+    counts["clusterSettings"] = sum(len(c.fields) for c in review.changes if c.kind is Kind.CLUSTER)
     counts["risks"] = count_by_severity(review.risks)
     counts["objects"] = {str(status): sum(o.status is status for o in review.objects) for status in Status}
     return counts
@@ -157,7 +156,6 @@ def _side(snapshot: Snapshot) -> dict[str, Any]:
 
 def review_data(review: Review) -> dict[str, Any]:
     return {
-        "format": FORMAT_VERSION,
         "before": _side(review.before),
         "after": _side(review.after),
         "changed": review.changed,

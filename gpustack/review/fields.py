@@ -19,6 +19,8 @@ from gpustack.model import (
     Tenant,
     Workload,
 )
+from gpustack.selection import describe_selection
+from gpustack.taints import taint_text
 
 Fields = dict[str, Any]  # field name -> a JSON-compatible value (str, int, float, bool, list, dict)
 
@@ -48,6 +50,14 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
     _put(fields, "metadata.name", blueprint.name)
     _put(fields, "metadata.description", blueprint.description)
     _put(fields, "kubernetes.version", blueprint.kubernetes_version)
+    _put(fields, "stack", str(blueprint.stack))
+    operator = blueprint.gpu_operator
+    _put(fields, "gpuOperator.chartVersion", operator.chart_version)
+    _put(fields, "gpuOperator.repository", operator.repository)
+    _put(fields, "gpuOperator.namespace", operator.namespace)
+    _put(fields, "gpuOperator.driver", operator.driver)
+    _put(fields, "gpuOperator.toolkit", operator.toolkit)
+    _put(fields, "gpuOperator.nfd", operator.nfd)
     plugin = blueprint.device_plugin
     _put(fields, "devicePlugin.chartVersion", plugin.chart_version)
     _put(fields, "devicePlugin.repository", plugin.repository)
@@ -68,11 +78,6 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
         _put(fields, "dra.namespace", blueprint.dra.namespace)
         _put(fields, "dra.nvidiaDriverRoot", blueprint.dra.nvidia_driver_root)
     return fields
-
-
-def taint_text(key: str, value: str | None, effect: str) -> str:
-    """kubectl's notation, which reviewers already read: key=value:Effect."""
-    return f"{key}={value}:{effect}" if value is not None else f"{key}:{effect}"
 
 
 def _sharing(fields: Fields, sharing: Sharing) -> None:
@@ -100,12 +105,17 @@ def _sharing(fields: Fields, sharing: Sharing) -> None:
 def pool_fields(pool: NodePool) -> Fields:
     fields: Fields = {}
     _put(fields, "description", pool.description)
-    _put(fields, "gpu.model", pool.gpu.model)
-    _put(fields, "gpu.count", pool.gpu.count)
-    _put(fields, "nodes", pool.nodes)
+    if pool.gpu is not None:
+        _put(fields, "gpu.model", pool.gpu.model)
+        _put(fields, "gpu.count", pool.gpu.count)
+    _put(fields, "nodes", pool.nodes or None)
+    _put(fields, "selector", describe_selection(pool) if pool.selector is not None else None)
+    _put(fields, "count", pool.count)
+    _put(fields, "minNodes", pool.min_nodes)
+    _put(fields, "maxNodes", pool.max_nodes)
     for key, value in pool.labels:
         _put(fields, f"labels.{key}", value)
-    _put(fields, "taints", [taint_text(t.key, t.value, t.effect) for t in pool.taints] or None)
+    _put(fields, "taints", [taint_text(t) for t in pool.taints] or None)
     _sharing(fields, pool.sharing)
     if pool.allocation is Allocation.DRA:  # the default stays unlisted, so older reviews read as before
         _put(fields, "allocation", str(pool.allocation))

@@ -67,9 +67,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: int = 2
     return "\n".join(lines)
 
 
+# Every line terminator CommonMark or GitHub honours: a lone CR ends a table row as surely as LF does (M6).
+_LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x85\u2028\u2029]")
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
+
+
 def cell(text: str) -> str:
-    """Text for a markdown table cell: a '|' would end the cell (even inside a code span), a newline the row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a markdown table cell: a '|' would end the cell (even inside a code span), any line break the row,
+    and what follows it would be rendered as markdown of its own (headings, @mentions, links) in the PR comment."""
+    text = _LINE_BREAKS.sub(" ", text)
+    text = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return text.replace("|", "\\|")
 
 
 def code(text: str) -> str:
@@ -97,8 +105,8 @@ def _counted(count: int, noun: str) -> str:
 def summary(counts: Mapping[str, Any]) -> str:
     """One line: what changed, how risky, how many objects: '2 pools changed, 1 tenant added; 3 risks (2 high, ...)'."""
     parts = []
-    if counts["cluster_settings"]:
-        parts.append(f"{_counted(counts['cluster_settings'], 'cluster setting')} changed")
+    if counts["clusterSettings"]:
+        parts.append(f"{_counted(counts['clusterSettings'], 'cluster setting')} changed")
     for kind in ("pool", "tenant", "workload"):
         for status in ("added", "removed", "changed"):
             count = counts[f"{kind}s"][status]

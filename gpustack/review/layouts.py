@@ -18,7 +18,7 @@ def layout_text(instances: Mapping[str, int]) -> str:
 
 def gpu_states(pool: NodePool) -> dict[int, tuple[GpuState, str]]:
     """GPU index -> (a comparable state, how to show it); order-insensitive so a reordered layout is no change."""
-    count = pool.gpu.count
+    count = pool.gpus_per_node
     mig = pool.sharing.mig
     if pool.sharing.strategy is not SharingStrategy.MIG or mig is None:
         return {index: (MIG_OFF, MIG_OFF) for index in range(count)}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from gpustack.review.revision import Revision, open_revision
+from gpustack.diagnostic import Diagnostic, Severity
+from gpustack.load import MAX_BYTES
+from gpustack.review.revision import Revision, TooLarge, open_revision, renamed_from
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import (
     CONFINED_HINT,
@@ -42,10 +44,30 @@ def side_at_revision(blueprint: str, name: str) -> Side:
     """
     revision, relative = open_revision(blueprint, name)
     label = f"{name}:{relative}"
-    text = revision.read(relative)
+    base = relative
+    text = _read_capped(revision, base, label)
+    if text is None:
+        # Renamed (git mv) since the base: review against the old name, or a rename would skip the review (M5).
+        old = renamed_from(revision, relative)
+        if old is not None:
+            base, label = old, f"{name}:{old} (renamed to {relative})"
+            text = _read_capped(revision, base, label)
+    if isinstance(text, Validation):
+        return _side(label, text)
     if text is None:
         return Side(empty_snapshot(f"{label} (absent)"), None)
-    return _side(label, validate_text(text, label, revision_templates(revision, relative)))
+    return _side(label, validate_text(text, label, revision_templates(revision, base)))
+
+
+def _read_capped(revision: Revision, path: str, label: str) -> bytes | Validation | None:
+    """The blueprint's bytes at the revision, or a GS002 result when the blob is over the size cap (L5)."""
+    try:
+        return revision.read(path, limit=MAX_BYTES)
+    except TooLarge as error:
+        problem = Diagnostic(
+            "GS002", Severity.ERROR, f"{label}: {error}", None, (), "a blueprint is a few kilobytes; check the revision"
+        )
+        return Validation(label, None, None, (problem,))
 
 
 def revision_templates(revision: Revision, blueprint: str) -> ReadTemplate:
@@ -55,7 +77,10 @@ def revision_templates(revision: Revision, blueprint: str) -> ReadTemplate:
         where = posixpath.normpath(posixpath.join(posixpath.dirname(blueprint), confined_template(template).as_posix()))
         if revision.is_link(where):
             raise TemplateUnreadable(f"a symlink in {revision.name}; a template must be a file", CONFINED_HINT)
-        data = revision.read(where)
+        try:
+            data = revision.read(where, limit=MAX_TEMPLATE_BYTES)
+        except TooLarge as error:
+            raise TemplateUnreadable(str(error)) from error
         if data is None:
             raise TemplateUnreadable(
                 f"not in {revision.name}",

@@ -9,11 +9,14 @@ nodes/taints.yaml) is one item per family, keyed `KEY#FAMILY`, so that no patch 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from gpustack.plan import Plan
 from gpustack.review.changes import Status
-from gpustack.yamlout import dump_yaml
+from gpustack.yamlout import Writer
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,35 @@ class Item:
     name: str
     namespace: str | None
     file: str
-    text: str
+    source: Any = field(repr=False)  # what is rendered: the object, the described release, or the file text
+    render: Callable[[Any], str] = field(repr=False, compare=False)
+
+    @cached_property
+    def text(self) -> str:
+        """Rendered on first use: objects that did not change are never written out."""
+        return self.render(self.source)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and written alike: the same types, the same key order, floats by repr (0.0 is not -0.0)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(
+            _same(ka, kb) and _same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if kind is list or kind is tuple:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if kind is float:
+        return repr(a) == repr(b)
+    if kind in (str, int, bool) or a is None:
+        return bool(a == b)
+    return False  # anything else: compare the rendered texts
+
+
+def _text(text: str) -> str:
+    return text
 
 
 @dataclass(frozen=True)
@@ -57,9 +88,10 @@ def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Ite
     """The plan's outputs by key; an object in `split` (by default: written by several families) per family."""
     split = split_keys(plan) if split is None else split
     items: dict[str, Item] = {}
+    dump = Writer().dump  # one writer per plan: each distinct string's style is chosen once
     for manifest in plan.objects:
         key = f"{manifest.key}#{manifest.family}" if manifest.key in split else manifest.key
-        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, dump_yaml(manifest.obj))
+        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, manifest.obj, dump)
     for release in plan.releases:
         described = {
             "chart": release.chart,
@@ -69,12 +101,10 @@ def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Ite
             "values": release.values,
         }
         key = f"helm/{release.namespace}/{release.name}"
-        items[key] = Item(
-            key, "HelmRelease", release.name, release.namespace, release.values_file, dump_yaml(described)
-        )
+        items[key] = Item(key, "HelmRelease", release.name, release.namespace, release.values_file, described, dump)
     for artifact in plan.artifacts:
         key = f"file/{artifact.path}"
-        items[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text)
+        items[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text, _text)
     return items
 
 
@@ -93,7 +123,7 @@ def manifest_changes(before: Plan, after: Plan) -> tuple[ObjectChange, ...]:
     changes: list[ObjectChange] = []
     for key, item in new.items():
         previous = old.get(key)
-        if previous is not None and previous.text == item.text:
+        if previous is not None and (_same(previous.source, item.source) or previous.text == item.text):
             continue
         status = Status.ADDED if previous is None else Status.CHANGED
         diff = unified_diff(key, "" if previous is None else previous.text, item.text)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any
 
 import jinja2
 
+from gpustack.jsondoc import dump_document
 from gpustack.review import formatting
 from gpustack.review.data import review_data
 from gpustack.review.review import Review
@@ -37,7 +37,7 @@ def _environment() -> jinja2.Environment:
 
 
 def render_json(review: Review) -> str:
-    return json.dumps(review_data(review), indent=2, ensure_ascii=False) + "\n"
+    return dump_document("ReviewReport", review_data(review))
 
 
 def render_text(review: Review) -> str:

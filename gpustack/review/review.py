@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpustack.review.capacity import Capacity, capacity_deltas
+from gpustack.review.capacity import CapacityChange, capacity_deltas
 from gpustack.review.changes import EntityChange, blueprint_changes
 from gpustack.review.manifests import ObjectChange, manifest_changes
 from gpustack.review.risk import Level, Risk, at_least
@@ -17,7 +17,7 @@ class Review:
     before: Snapshot
     after: Snapshot
     changes: tuple[EntityChange, ...]
-    capacity: Capacity
+    capacity: CapacityChange
     risks: tuple[Risk, ...]
     objects: tuple[ObjectChange, ...]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from gpustack.capacity import Capacity, measure_capacity
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, Tenant, Workload
@@ -27,6 +28,11 @@ class Snapshot:
         return None if self.blueprint is None else Context(self.blueprint, self.catalog)
 
     @cached_property
+    def capacity(self) -> Capacity | None:
+        """What `gpustack capacity` reports for this side."""
+        return None if self.context is None else measure_capacity(self.context)
+
+    @cached_property
     def plan(self) -> Plan:
         # Imported here so that drawing a graph does not load every compile family.
         from gpustack.compile import compile_blueprint
@@ -35,15 +41,15 @@ class Snapshot:
             return Plan(blueprint="", objects=(), releases=(), artifacts=())
         return compile_blueprint(self.blueprint, self.catalog)
 
-    @property
+    @cached_property  # cached: the review looks pools up once per pool and per change
     def pools(self) -> dict[str, NodePool]:
         return {} if self.blueprint is None else {p.name: p for p in self.blueprint.pools}
 
-    @property
+    @cached_property
     def tenants(self) -> dict[str, Tenant]:
         return {} if self.blueprint is None else {t.name: t for t in self.blueprint.tenants}
 
-    @property
+    @cached_property
     def workloads(self) -> dict[str, Workload]:
         return {} if self.blueprint is None else {w.name: w for w in self.blueprint.workloads}
 
@@ -65,7 +71,8 @@ class Snapshot:
         if self.context is None or pool not in self.pools:
             return None
         model = self.context.models.get(pool)
-        return model.key if model is not None else self.pools[pool].gpu.model
+        gpu = self.pools[pool].gpu
+        return model.key if model is not None else gpu.model if gpu is not None else None
 
 
 def empty_snapshot(label: str) -> Snapshot:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpustack.compile.mig import mig_config_label
 from gpustack.compile.nodes import node_labels
@@ -13,7 +14,14 @@ from gpustack.review.layouts import gpu_states
 from gpustack.review.snapshot import Snapshot
 
 HAMI_COUNTERS = frozenset({HAMI_MEMORY, HAMI_CORES})
-TaintKey = tuple[str, str | None, str]  # key, value, effect
+
+
+class TaintKey(NamedTuple):
+    """A taint as a comparable value (the model's Taint fields), so old and new pools' taints can be set-compared."""
+
+    key: str
+    value: str | None
+    effect: str
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,7 @@ def node_state(snapshot: Snapshot, pool: NodePool) -> NodeState:
     return NodeState(
         pool=pool.name,
         labels=tuple(node_labels(ctx, pool).items()),
-        taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
+        taints=tuple(TaintKey(t.key, t.value, t.effect) for t in pool.taints),
         gpus=tuple(state for _, (state, _) in sorted(gpu_states(pool).items())),
         offers=tuple((o.resource, o.per_node) for o in snapshot.offers(pool.name)),
         # HAMi's memory and core counters live in its scheduler, not in the node's allocatable resources.

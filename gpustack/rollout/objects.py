@@ -112,7 +112,26 @@ def bridge_values(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     old_terms, new_terms = _pool_terms(old), _pool_terms(values)
     if old_terms is not None and new_terms is not None:
         new_terms["values"] = _union(old_terms["values"], new_terms["values"])
+    _bridge_operator(old, values)
     return values
+
+
+def _at(values: Any, *keys: str) -> Any:
+    for key in keys:
+        values = values.get(key) if isinstance(values, dict) else None
+    return values
+
+
+def _bridge_operator(old: dict[str, Any], values: dict[str, Any]) -> None:
+    """The GPU Operator's values (stack: gpu-operator): its device plugin's per-pool configs and the tolerations of
+    its operands and NFD's worker, the old ones kept beside the new until the last wave."""
+    old_data, new_data = _at(old, "devicePlugin", "config", "data"), _at(values, "devicePlugin", "config", "data")
+    if isinstance(old_data, dict) and isinstance(new_data, dict):
+        values["devicePlugin"]["config"]["data"] = {**old_data, **new_data}
+    for keys in (("daemonsets",), ("node-feature-discovery", "worker")):
+        old_list, holder = _at(old, *keys, "tolerations"), _at(values, *keys)
+        if isinstance(old_list, list) and isinstance(holder, dict) and isinstance(holder.get("tolerations"), list):
+            holder["tolerations"] = _union(old_list, holder["tolerations"])
 
 
 def _pool_terms(values: dict[str, Any]) -> dict[str, Any] | None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from gpustack.names import MIG_CONFIG_LABEL, WORKLOAD_LABEL
 from gpustack.rollout.model import DRAIN_TIMEOUT_S, MIG_TIMEOUT_S, RESOURCES_TIMEOUT_S, Action, Step
-from gpustack.rollout.nodes import NodeChange, TaintKey
+from gpustack.rollout.nodes import NodeChange
+from gpustack.taints import taint_text
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
@@ -16,11 +17,6 @@ MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 def jsonpath_key(name: str) -> str:
     """A label or resource name as a kubectl JSONPath member: dots inside the name are escaped."""
     return name.replace(".", "\\.")
-
-
-def _taint_text(taint: TaintKey) -> str:
-    key, value, effect = taint
-    return f"{key}={value}:{effect}" if value is not None else f"{key}:{effect}"
 
 
 class StepIds:
@@ -110,7 +106,7 @@ def retaint(ids: StepIds, change: NodeChange) -> list[Step]:
         for key, _, effect in change.removed_taints
     ]
     if change.added_taints:
-        texts = [_taint_text(t) for t in change.added_taints]
+        texts = [taint_text(t) for t in change.added_taints]
         steps.append(
             Step(
                 ids.next(Action.TAINT),

@@ -11,8 +11,10 @@ and the messages of both.
 Not modelled, so a pod placed here can still pend for these: LimitRange defaults and maxima, Kueue
 admission, Volcano queue capability, per-GPU packing of HAMi and MIG slices inside a node (units
 are counted per node, as the scheduler counts them), pod (anti-)affinity and topology spread,
-DaemonSet pods taking a node's pod slots, and the eviction a successful preemption would start
-(pods are scheduled highest priority first, so lower-priority victims never exist here).
+DaemonSet pods taking a node's pod slots (unless a cluster snapshot shows them bound), and Volcano gang
+members as preemption victims.
+With a cluster snapshot, pods already bound keep their nodes; kube-scheduler's default preemption picks
+victims among them (and among pods bound by nodeName) as it would.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from typing import Any
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.context import Context
 from gpustack.model import Blueprint
-from gpustack.simulate.demand import Demand, build_demand
+from gpustack.simulate.demand import Demand, Pod, build_demand, priority_classes
+from gpustack.simulate.existing import extra_objects, merge_nodes, running_pods
 from gpustack.simulate.inventory import build_inventory
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.quota import quotas_from
 from gpustack.simulate.scenario import Scenario
 from gpustack.simulate.simulation import Outcome, simulate
+from gpustack.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -46,13 +50,20 @@ def run_simulation(
     scenario: Scenario | None = None,
     version: KubeVersion | None = None,
     catalog: Catalog | None = None,
+    snapshot: Snapshot | None = None,
 ) -> Simulation:
+    """`snapshot`: start from a running cluster (its nodes, bound pods, cordons, priority classes, quotas)."""
     context = Context(blueprint, catalog or load_catalog())
     objects = list(objects)
+    if snapshot is not None:
+        objects += extra_objects(snapshot, objects)
     nodes = build_inventory(context, (o for o in objects if o.get("kind") == "Node"))
+    running: list[tuple[Pod, int]] = []
+    if snapshot is not None:
+        nodes = merge_nodes(nodes, snapshot)
+        running = running_pods(snapshot, nodes, priority_classes(objects))
     namespaces = {w.name: context.namespace_of(w) for w in blueprint.workloads}
     demand = build_demand(blueprint, namespaces, objects, scenario)
     version = version or KubeVersion.parse(blueprint.kubernetes_version)
-    return Simulation(
-        context, demand, simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack), scenario
-    )
+    outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running)
+    return Simulation(context, demand, outcome, scenario)

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from gpustack.simulate.demand import Pod
+from gpustack.simulate.index import ClassIndex
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.pods import PODS
 
@@ -47,6 +48,7 @@ class Cluster:
             NodeClass(i, self.nodes[members[0]], tuple(members), tuple(sorted(self.nodes[members[0]].allocatable)))
             for i, members in enumerate(by_profile.values())
         )
+        self.index = ClassIndex(self.classes)
         self.class_of = [0] * len(self.nodes)
         for node_class in self.classes:
             for member in node_class.members:
@@ -59,6 +61,7 @@ class Cluster:
             empty = (0,) * len(node_class.resources)
             self._groups.append({empty: _Group(len(node_class.members), list(node_class.members))})
         self.lowest_priority: int | None = None  # of any bound pod: preemption needs strictly lower ones
+        self.generation = 0  # counts binds and unbinds: equal generations, equal state
 
     def groups(self, class_index: int) -> Iterator[tuple[Usage, int, int]]:
         """(usage, node count, first node index) of every non-empty group of the class."""
@@ -86,6 +89,7 @@ class Cluster:
         self.pods[node_index].remove(pod)
 
     def _change(self, node_index: int, pod: Pod, sign: int) -> None:
+        self.generation += 1
         used = self.used[node_index]
         for resource, value in (*pod.shape.requests, (PODS, 1)):
             used[resource] = used.get(resource, 0) + sign * value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from gpustack.simulate.scenario import RawPods, Scenario, WorkloadOverride
 WORKLOAD_LABEL = "gpustack.io/workload"
 VOLCANO_API = "batch.volcano.sh/"
 VOLCANO_SCHEDULER = "volcano"
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job", "JobSet", "LeaderWorkerSet")
 MAX_PODS = 250_000  # a scenario can multiply replicas; past this the answer is "too many", not a long wait
 
 
@@ -119,9 +120,10 @@ def build_demand(
     pods: list[Pod] = []
     gangs: dict[str, GangSpec] = {}
     skipped: list[tuple[Workload, str]] = []
+    candidates = _WorkloadObjects(objects)
     for workload in blueprint.workloads:
         namespace = namespaces[workload.name]
-        obj = _find(objects, workload, namespace)
+        obj = candidates.find(workload, namespace)
         if obj is None:
             skipped.append((workload, "compile produced no Deployment, StatefulSet or Job for it"))
             continue
@@ -129,7 +131,8 @@ def build_demand(
         scale = scenario.scale if scenario is not None else None
         source = Source(workload, _overridden(override))
         try:
-            expanded = list(_expand(obj, override, scale, gangs))
+            # Stop one past the cap: 10**12 replicas must not be listed before they are counted.
+            expanded = list(itertools.islice(_expand(obj, override, scale, gangs), MAX_PODS - len(pods) + 1))
             specs = {id(spec): spec for _, spec, _ in expanded}  # a workload's pods share one spec: parse it once
             shapes = {
                 key: with_claims(parse_pod_spec(spec), claimed_devices(spec, namespace, templates))
@@ -172,20 +175,27 @@ def _pod(
     return Pod(name, namespace, shape, value, never, source, gang, order)
 
 
-def _find(objects: list[Mapping[str, Any]], workload: Workload, namespace: str) -> Mapping[str, Any] | None:
-    candidates = [o for o in objects if o.get("kind") in WORKLOAD_KINDS and o.get("metadata")]
-    for obj in candidates:
-        labels = obj["metadata"].get("labels") or {}
-        if labels.get(WORKLOAD_LABEL) == workload.name and obj["metadata"].get("namespace") == namespace:
-            return obj
-    return next(
-        (
-            o
-            for o in candidates
-            if o["metadata"].get("name") == workload.name and o["metadata"].get("namespace") == namespace
-        ),
-        None,
-    )
+class _WorkloadObjects:
+    """The compiled workload objects, indexed once: by the workload label, then by name, per namespace."""
+
+    def __init__(self, objects: list[Mapping[str, Any]]) -> None:
+        self.by_label: dict[tuple[str, Any], Mapping[str, Any]] = {}
+        self.by_name: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+        for obj in objects:
+            if obj.get("kind") not in WORKLOAD_KINDS or not obj.get("metadata"):
+                continue
+            metadata = obj["metadata"]
+            namespace = metadata.get("namespace")
+            label = (metadata.get("labels") or {}).get(WORKLOAD_LABEL)
+            if isinstance(label, str):  # the first object wins, as a scan in order would find it
+                self.by_label.setdefault((label, namespace), obj)
+            name = metadata.get("name")
+            if isinstance(name, str):
+                self.by_name.setdefault((name, namespace), obj)
+
+    def find(self, workload: Workload, namespace: str) -> Mapping[str, Any] | None:
+        found = self.by_label.get((workload.name, namespace))
+        return found if found is not None else self.by_name.get((workload.name, namespace))
 
 
 def _scaled(count: int, override: WorkloadOverride | None, scale: Decimal | None) -> int:
@@ -205,6 +215,12 @@ def _expand(
     spec = obj.get("spec") or {}
     if str(obj.get("apiVersion", "")).startswith(VOLCANO_API):
         yield from _volcano_pods(name, namespace, spec, override, scale, gangs)
+        return
+    if obj["kind"] == "JobSet":
+        yield from _job_set_pods(name, namespace, spec, override, scale, gangs)
+        return
+    if obj["kind"] == "LeaderWorkerSet":
+        yield from _leader_worker_pods(name, namespace, spec, override, scale, gangs)
         return
     if obj["kind"] == "Job":
         count = min(int(spec.get("parallelism", 1)), int(spec.get("completions", spec.get("parallelism", 1))))
@@ -231,7 +247,7 @@ def _volcano_pods(
     # All-or-none stays all-or-none when scaled; a partial gang scales with the job.
     minimum = wanted if declared >= total else min(wanted, math.ceil(declared * factor))
     key = f"{namespace}/{name}"
-    sizes = [math.ceil(int(t.get("replicas", 1)) * factor) for t in tasks]
+    sizes = _shares([int(t.get("replicas", 1)) for t in tasks], wanted)
     gangs[key] = GangSpec(key, name, namespace, minimum, sum(sizes))
     for task, size in zip(tasks, sizes, strict=True):
         pod_spec = dict(_apply(task["template"]["spec"], override))
@@ -241,6 +257,65 @@ def _volcano_pods(
             pod_spec["priorityClassName"] = spec["priorityClassName"]
         for index in range(size):
             yield f"{name}-{task.get('name', 'task')}-{index}", pod_spec, key
+
+
+def _job_set_pods(
+    name: str,
+    namespace: str,
+    spec: Mapping[str, Any],
+    override: WorkloadOverride | None,
+    scale: Decimal | None,
+    gangs: dict[str, GangSpec],
+) -> Iterable[tuple[str, Mapping[str, Any], str | None]]:
+    """Every pod of every replicated job, one group: `<jobset>-<job>-<job index>-<pod index>` as the controller
+    names their hostnames. A scenario's count scales the pods of each Job."""
+    key = f"{namespace}/{name}"
+    expanded = []
+    for replicated in spec.get("replicatedJobs") or []:
+        job = replicated["template"]["spec"]
+        count = min(int(job.get("parallelism", 1)), int(job.get("completions", job.get("parallelism", 1))))
+        pod_spec = _apply(job["template"]["spec"], override)
+        for job_index in range(int(replicated.get("replicas", 1))):
+            for index in range(_scaled(count, override, scale)):
+                expanded.append((f"{name}-{replicated['name']}-{job_index}-{index}", pod_spec, key))
+    gangs[key] = GangSpec(key, name, namespace, len(expanded), len(expanded))
+    yield from expanded
+
+
+def _leader_worker_pods(
+    name: str,
+    namespace: str,
+    spec: Mapping[str, Any],
+    override: WorkloadOverride | None,
+    scale: Decimal | None,
+    gangs: dict[str, GangSpec],
+) -> Iterable[tuple[str, Mapping[str, Any], str | None]]:
+    """Each group a gang of its own: leader `<lws>-<group>`, workers `<lws>-<group>-<index>` (LeaderWorkerSet's
+    names). A scenario's count scales the groups; a group's size is fixed by the model it serves."""
+    group = spec["leaderWorkerTemplate"]
+    size = int(group.get("size", 1))
+    worker = _apply(group["workerTemplate"]["spec"], override)
+    leader = _apply(group["leaderTemplate"]["spec"], override) if "leaderTemplate" in group else worker
+    for replica in range(_scaled(int(spec.get("replicas", 1)), override, scale)):
+        key = f"{namespace}/{name}-{replica}"
+        gangs[key] = GangSpec(key, f"{name}-{replica}", namespace, size, size)
+        yield f"{name}-{replica}", leader, key
+        for index in range(1, size):
+            yield f"{name}-{replica}-{index}", worker, key
+
+
+def _shares(replicas: list[int], wanted: int) -> list[int]:
+    """`wanted` pods split over tasks in proportion to their replicas (largest remainder, ties to the later task):
+    scaling a master + workers job keeps one master and gives the rest to the workers."""
+    total = sum(replicas)
+    if total == 0:
+        return [0 for _ in replicas]
+    exact = [Decimal(r) * wanted / total for r in replicas]
+    sizes = [int(x) for x in exact]
+    order = sorted(range(len(replicas)), key=lambda i: (exact[i] - sizes[i], i), reverse=True)
+    for i in order[: wanted - sum(sizes)]:
+        sizes[i] += 1
+    return sizes
 
 
 def _apply(pod_spec: Mapping[str, Any], override: WorkloadOverride | None) -> Mapping[str, Any]:

@@ -20,9 +20,8 @@ from gpustack.simulate.messages import (
     KubeVersion,
     insufficient,
 )
-from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, PodShape, Taint
+from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, UNSCHEDULABLE_TAINT, PodShape, Taint
 
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
 VOLCANO_POD_NUMBER = "node(s) pod number exceeded"
 # kube-scheduler scores pods without cpu/memory requests as if they asked for this much (NonZeroRequested).
 DEFAULT_SCORE_REQUEST = {CPU: 100, MEMORY: 200 * 1024 * 1024}
@@ -55,6 +54,13 @@ def static_verdict(shape: PodShape, node: Node, version: KubeVersion) -> Verdict
     if not shape.matches_node(node.labels, node.name):
         return Verdict("NodeAffinity", (AFFINITY_MISMATCH,), True)
     return None
+
+
+def statically_fits(shape: PodShape, node: Node) -> bool:
+    """static_verdict(...) is None, without wording a reason: Volcano's predicates check the same three."""
+    if node.unschedulable and not shape.tolerates(UNSCHEDULABLE_TAINT):
+        return False
+    return untolerated_taint(shape, node) is None and shape.matches_node(node.labels, node.name)
 
 
 def _short(shape: PodShape, node_class: NodeClass, usage: Usage) -> tuple[list[str], bool]:

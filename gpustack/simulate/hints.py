@@ -20,10 +20,12 @@ from gpustack.simulate.claims import display_name
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import Verdict
+from gpustack.simulate.group import GROUP_INCOMPLETE
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.placement import Rejection
 from gpustack.simulate.pods import Requirement, Taint, Toleration
 from gpustack.simulate.simulation import Pending
+from gpustack.taints import taint_text
 
 BLUEPRINT, SCENARIO = "blueprint", "scenario"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -57,10 +59,22 @@ def pool_stock(cluster: Cluster) -> dict[str | None, dict[str, Stock]]:
     return {pool: {r: Stock(*v) for r, v in resources.items()} for pool, resources in sums.items()}
 
 
+# id(a pending pod's rejections), pool -> (those rejections, the ones in that pool)
+PoolRejections = dict[tuple[int, str | None], tuple[tuple[Rejection, ...], list[Rejection]]]
+
+
 def explain(
-    pending: Pending, context: Context, cluster: Cluster, stock: dict[str | None, dict[str, Stock]] | None = None
+    pending: Pending,
+    context: Context,
+    cluster: Cluster,
+    stock: dict[str | None, dict[str, Stock]] | None = None,
+    in_pool: PoolRejections | None = None,
 ) -> Hint | None:
-    """gpustack's hint for a pending pod; `stock` (from pool_stock) saves recounting the nodes for each pod."""
+    """gpustack's hint for a pending pod; `stock` (from pool_stock) saves recounting the nodes for each pod.
+
+    `in_pool` (one per report) saves sorting out the same refusals again: the replicas of a workload
+    that does not fit share one tuple of rejections.
+    """
     pod = pending.pod
     stock = stock if stock is not None else pool_stock(cluster)
     if pending.quota is not None:
@@ -70,7 +84,14 @@ def explain(
     if not pending.rejections:
         return None
     pool = context.pools.get(pod.source.workload.pool) if pod.source.workload is not None else None
-    mine = [r for r in pending.rejections if pool is None or cluster.classes[r.node_class].node.pool == pool.name]
+    key = (id(pending.rejections), pool.name if pool is not None else None)
+    known = in_pool.get(key) if in_pool is not None else None
+    if known is not None and known[0] is pending.rejections:
+        mine = known[1]
+    else:
+        mine = [r for r in pending.rejections if pool is None or cluster.classes[r.node_class].node.pool == pool.name]
+        if in_pool is not None:
+            in_pool[key] = (pending.rejections, mine)
     if not mine:
         return _where(pod, None, f"no node of pool '{pool.name if pool else '?'}' is in the cluster", ())
     plugin, verdict = _dominant(mine)
@@ -115,8 +136,7 @@ def _taint_hint(pod: Pod, pool: NodePool | None, taint: Taint | None) -> Hint:
     where = f"pool '{pool.name}'" if pool is not None else "the nodes"
     if taint is None:
         return _where(pod, pool, f"the pods of '{pod.workload}' do not tolerate a taint of {where}", ("tolerations",))
-    shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
-    message = f"{where} is tainted {shown} and the pods of '{pod.workload}' do not tolerate it"
+    message = f"{where} is tainted {taint_text(taint)} and the pods of '{pod.workload}' do not tolerate it"
     near = _near_miss(pod.shape.tolerations, taint)
     if near is not None:
         message += f": the toleration is keyed '{near.key}', the taint '{taint.key}' (keys must match exactly)"
@@ -278,7 +298,7 @@ def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
 
 def _gang_hint(pod: Pod, context: Context, cluster: Cluster, pending: Pending) -> Hint:
     workload = pod.source.workload
-    if pending.message.startswith("Not enough valid tasks"):
+    if pending.message.startswith(("Not enough valid tasks", GROUP_INCOMPLETE)):
         message = (
             f"the namespace quota refused some workers of '{pod.workload}', so its gang can never be complete; "
             "raise the tenant's quota or lower workers"
@@ -290,9 +310,11 @@ def _gang_hint(pod: Pod, context: Context, cluster: Cluster, pending: Pending) -
         return _where(pod, None, message, (), workload.path if workload is not None else ())
     pool = context.pools.get(workload.pool) if workload is not None else None
     where = f"pool '{pool.name}'" if pool is not None else "the cluster"
+    field = "size" if workload is not None and workload.size is not None else "workers"
+    members = "workers" if field == "workers" else "group's pods"
     message = (
-        f"'{pod.workload}' is gang-scheduled: all its workers start together or none does, and {where} cannot hold "
-        f"them all at once; add nodes to {where} or lower workers"
+        f"'{pod.workload}' is gang-scheduled: all its {members} "
+        f"start together or none does, and {where} cannot hold them all at once; add nodes to {where} or lower {field}"
     )
-    path = (*workload.path, "workers") if workload is not None and workload.workers is not None else ()
+    path = (*workload.path, field) if workload is not None and workload.gang is not None else ()
     return _where(pod, pool, message, ("resources",), path)

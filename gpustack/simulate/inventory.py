@@ -58,7 +58,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
     labels = {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/gpu.product": product,
-        "nvidia.com/gpu.count": str(pool.gpu.count),
+        "nvidia.com/gpu.count": str(pool.gpus_per_node),
         # memory_mib lists the values drivers have been seen to write; the first is the catalog's usual one.
         "nvidia.com/gpu.memory": str(model.memory_mib[0]),
         "nvidia.com/gpu.family": model.family,
@@ -100,7 +100,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
 
 def allocatable(pool: NodePool, offers: tuple[Offer, ...]) -> dict[str, int]:
     out = {offer.resource: offer.per_node for offer in offers}
-    out[PODS] = MAX_PODS
+    out[PODS] = pool.max_pods if pool.max_pods is not None else MAX_PODS
     resources = pool.node_resources
     if resources is not None and resources.cpu is not None:
         out[CPU] = amount(CPU, resources.cpu)
@@ -132,12 +132,34 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
         capacity = (
             {**allocatable(pool, ()), **node_devices(context, pool)} if is_dra(pool) else allocatable(pool, offers)
         )
+        if pool.selector is not None:
+            # A selector pool's nodes are the provider's to create: as many as it may hold, named after the pool,
+            # carrying what the selector matches and what nodes/<pool>.node-pool.yaml tells the provider to set.
+            labels = {**base, **own, **selector_labels(pool)}
+            for index in range(1, pool.node_count + 1):
+                name = f"{pool.name}-{index}"
+                nodes.append(Node(name, pool.name, {HOSTNAME: name, **labels}, pool_taints, dict(capacity)))
+            continue
         for name in pool.nodes:
             # Without compiled patches (a plan of other families only), the blueprint's own labels and taints.
             labels = {HOSTNAME: name, **base, **labels_of.get(name, own)}
             taints = taints_of.get(name, pool_taints if name not in labels_of else ())
-            nodes.append(Node(name, pool.name, labels, taints, capacity))
+            cordoned = name in pool.cordoned
+            nodes.append(Node(name, pool.name, labels, taints, dict(capacity), unschedulable=cordoned))
     return tuple(nodes)
+
+
+def selector_labels(pool: NodePool) -> dict[str, str]:
+    """Labels that satisfy a selector pool's selector: its exact values, the first allowed `In` value, and a
+    placeholder value for `Exists`."""
+    labels: dict[str, str] = {}
+    assert pool.selector is not None
+    for requirement in pool.selector.requirements():
+        if requirement.operator == "In":
+            labels[requirement.key] = requirement.values[0]
+        elif requirement.operator == "Exists":
+            labels[requirement.key] = "present"
+    return labels
 
 
 def _taint(raw: Mapping[str, Any]) -> Taint:

@@ -20,6 +20,7 @@ from gpustack.simulate.filters import (
     normalize,
     resource_verdict,
     static_verdict,
+    statically_fits,
     taint_penalty,
     volcano_verdict,
 )
@@ -84,7 +85,20 @@ class VolcanoJudge:
 
 
 def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool) -> tuple[int | None, list[Rejection]]:
-    """The node index the pod goes to (None if no node fits), and every refusal on the way."""
+    """The node index the pod goes to, or None and every refusal (the scheduler's message counts them all).
+
+    A pod that fits is placed from the classes its shape can ever use (cluster.index), so placing it
+    costs its own pools, not the fleet; only a pod that fits nowhere has every class judged.
+    """
+    if not shape.mentions_hostname:
+        candidates: list[_Candidate] = []
+        for class_index in cluster.index.feasible(shape, statically_fits):
+            node_class = cluster.classes[class_index]
+            for usage, _, first in cluster.groups(class_index):
+                if judge(shape, node_class, usage) is None:
+                    candidates.append(_Candidate(node_class, usage, first))
+        if candidates:
+            return _best(shape, candidates, most_allocated), []
     rejections: list[Rejection] = []
     candidates: list[_Candidate] = []
     by_node = shape.mentions_hostname

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from gpustack.diagnostic import JsonPath
 from gpustack.quantity import parse_quantity
+from gpustack.taints import Toleration
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -40,22 +41,8 @@ class Taint:
     effect: str
 
 
-@dataclass(frozen=True)
-class Toleration:
-    key: str | None
-    operator: str  # Equal | Exists
-    value: str | None
-    effect: str | None
-
-    def tolerates(self, taint: Taint) -> bool:
-        """core/v1 ToleratesTaint: an empty effect or key matches any; Exists ignores the value."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return (self.value or "") == (taint.value or "")
+# The taint a cordoned node acts as if it had (NodeUnschedulable tolerates pods that tolerate it).
+UNSCHEDULABLE_TAINT: Final = Taint("node.kubernetes.io/unschedulable", None, "NoSchedule")
 
 
 @dataclass(frozen=True)
@@ -106,6 +93,7 @@ class PodShape:
     preferred: tuple[tuple[int, Term], ...] = ()
     priority_class: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER
+    node_name: str | None = None  # spec.nodeName: bound at creation, past the scheduler, admitted by the kubelet
 
     def request(self, resource: str) -> int:
         return dict(self.requests).get(resource, 0)
@@ -148,6 +136,7 @@ def parse_pod_spec(spec: Any) -> PodShape:
         preferred=_preferred(spec),
         priority_class=_optional_string(spec, "priorityClassName"),
         scheduler_name=_optional_string(spec, "schedulerName") or DEFAULT_SCHEDULER,
+        node_name=_optional_string(spec, "nodeName") or None,
     )
 
 

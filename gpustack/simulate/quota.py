@@ -53,10 +53,15 @@ class Rejection:
 class QuotaLedger:
     quotas: tuple[Quota, ...]
     used: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    _by_namespace: dict[str, list[Quota]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for quota in sorted(self.quotas, key=_name):  # a stable sort: equal names keep their order
+            self._by_namespace.setdefault(quota.namespace, []).append(quota)
 
     def admit(self, pod: Pod) -> Rejection | None:
         """Count the pod against its namespace's quotas, or say why the API server refuses it."""
-        applicable = sorted((q for q in self.quotas if q.namespace == pod.namespace and q.applies_to(pod)), key=_name)
+        applicable = [q for q in self._by_namespace.get(pod.namespace, ()) if q.applies_to(pod)]
         usage = pod_usage(pod)
         for quota in applicable:
             used = self.used.get((quota.namespace, quota.name), {})
@@ -70,6 +75,24 @@ class QuotaLedger:
             for key in quota.hard:
                 used[key] = used.get(key, 0) + usage.get(key, 0)
         return None
+
+    def charge(self, pod: Pod) -> None:
+        """Count a pod that already exists (a cluster snapshot's): the API server admitted it long ago."""
+        usage = pod_usage(pod)
+        for quota in self.quotas:
+            if quota.namespace == pod.namespace and quota.applies_to(pod):
+                used = self.used.setdefault((quota.namespace, quota.name), {})
+                for key in quota.hard:
+                    used[key] = used.get(key, 0) + usage.get(key, 0)
+
+    def release(self, pod: Pod) -> None:
+        """Stop counting a pod that ended (Failed or Succeeded): quota tracks only pods that can still run."""
+        usage = pod_usage(pod)
+        for quota in self.quotas:
+            if quota.namespace == pod.namespace and quota.applies_to(pod):
+                used = self.used.get((quota.namespace, quota.name), {})
+                for key in quota.hard:
+                    used[key] = used.get(key, 0) - usage.get(key, 0)
 
     def use(self, quota: Quota) -> dict[str, int]:
         used = self.used.get((quota.namespace, quota.name), {})

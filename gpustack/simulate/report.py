@@ -9,8 +9,9 @@ from typing import Any
 import jinja2
 
 from gpustack.diagnostic import JsonPath, Span, format_json_path
+from gpustack.jsondoc import dump_document
 from gpustack.simulate import Simulation
-from gpustack.simulate.hints import Stock, explain, pool_stock
+from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
 from gpustack.simulate.quota import format_quantity
 from gpustack.templating import package_template
@@ -28,6 +29,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
     context = simulation.context
     placed, pending = len(outcome.placed), len(outcome.pending)
     stock = pool_stock(outcome.cluster)
+    in_pool: PoolRejections = {}
     return {
         "blueprint": context.blueprint.name,
         "file": file,
@@ -39,6 +41,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             "placed": placed,
             "pending": pending,
             "nodes": len(outcome.cluster.nodes),
+            "running": len(outcome.running),
         },
         "workloads": _workloads(simulation),
         "pools": _pools(simulation),
@@ -47,7 +50,15 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             {"job": spec.name, "namespace": spec.namespace, "minAvailable": spec.min_available, "message": message}
             for spec, message in outcome.gangs
         ],
-        "pending": [_pending(simulation, item, locate, stock) for item in outcome.pending],
+        "pending": [_pending(simulation, item, locate, stock, in_pool) for item in outcome.pending],
+        "preempted": [
+            {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
+            for pod, node, text in outcome.preempted
+        ],
+        "nominated": [
+            {"pod": pod.name, "namespace": pod.namespace, "node": outcome.cluster.nodes[node].name, "message": text}
+            for pod, node, text in outcome.nominated
+        ],
         "skipped": [{"workload": w.name, "reason": reason} for w, reason in simulation.demand.skipped],
     }
 
@@ -83,8 +94,11 @@ def _workloads(simulation: Simulation) -> list[dict[str, Any]]:
 def _pools(simulation: Simulation) -> list[dict[str, Any]]:
     cluster = simulation.outcome.cluster
     out = []
+    by_pool: dict[str | None, list[int]] = {}
+    for i, n in enumerate(cluster.nodes):
+        by_pool.setdefault(n.pool, []).append(i)
     for pool in simulation.context.blueprint.pools:
-        members = [i for i, n in enumerate(cluster.nodes) if n.pool == pool.name]
+        members = by_pool.get(pool.name, [])
         totals: dict[str, list[int]] = {}
         for index in members:
             for resource, capacity in cluster.nodes[index].allocatable.items():
@@ -130,9 +144,13 @@ def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
 
 
 def _pending(
-    simulation: Simulation, item: Any, locate: Locate, stock: dict[str | None, dict[str, Stock]]
+    simulation: Simulation,
+    item: Any,
+    locate: Locate,
+    stock: dict[str | None, dict[str, Stock]],
+    in_pool: PoolRejections,
 ) -> dict[str, Any]:
-    hint = explain(item, simulation.context, simulation.outcome.cluster, stock)
+    hint = explain(item, simulation.context, simulation.outcome.cluster, stock, in_pool)
     hint_data = None
     if hint is not None:
         span = locate(hint.document, hint.path)
@@ -155,7 +173,7 @@ def _pending(
 
 
 def format_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    return dump_document("SimulationReport", data)
 
 
 def _template() -> jinja2.Template:

@@ -38,7 +38,7 @@ KIND = "SimulationScenario"
 API_VERSION = "gpustack.io/v1alpha1"
 _TOP = ("apiVersion", "kind", "description", "scale", "workloads", "pods")
 _OVERRIDE = ("replicas", "workers", "podSpec", "resources")
-POD_SPEC_FIELDS = ("tolerations", "nodeSelector", "affinity", "priorityClassName", "schedulerName")
+POD_SPEC_FIELDS = ("tolerations", "nodeSelector", "affinity", "priorityClassName", "schedulerName", "nodeName")
 _RAW_POD = ("name", "namespace", "replicas", "spec")
 MAX_REPLICAS = 100_000
 

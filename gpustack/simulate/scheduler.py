@@ -24,6 +24,7 @@ from gpustack.simulate.messages import (
     preemption_fit_error,
 )
 from gpustack.simulate.placement import Judge, Rejection, place
+from gpustack.simulate.pods import PodShape
 
 
 @dataclass(frozen=True)
@@ -32,17 +33,37 @@ class Unplaced:
     rejections: tuple[Rejection, ...]
 
 
+# (id(shape), priority, preempt_never) -> (cluster generation, shape, why it stayed pending then)
+Refusals = dict[tuple[int, int, bool], tuple[int, PodShape, Unplaced]]
+
+
 def schedule_pod(
-    cluster: Cluster, pod: Pod, judge: Judge, version: KubeVersion, most_allocated: bool
+    cluster: Cluster,
+    pod: Pod,
+    judge: Judge,
+    version: KubeVersion,
+    most_allocated: bool,
+    refusals: Refusals | None = None,
 ) -> int | Unplaced:
-    """Bind the pod to its node and return the node's index, or say why no node takes it."""
+    """Bind the pod to its node and return the node's index, or say why no node takes it.
+
+    `refusals` (one per run, with one judge) remembers why a shape stayed pending: the replicas
+    of a workload that does not fit are refused alike until some pod is bound or unbound.
+    """
     if not cluster.nodes:
         return Unplaced(NO_NODES, ())
+    key = (id(pod.shape), pod.priority, pod.preempt_never)
+    known = refusals.get(key) if refusals is not None else None
+    if known is not None and known[0] == cluster.generation and known[1] is pod.shape:
+        return known[2]
     node, rejections = place(cluster, pod.shape, judge, most_allocated)
     if node is not None:
         cluster.bind(pod, node)
         return node
-    return Unplaced(failed_scheduling(cluster, pod, rejections, version), tuple(rejections))
+    unplaced = Unplaced(failed_scheduling(cluster, pod, rejections, version), tuple(rejections))
+    if refusals is not None:
+        refusals[key] = (cluster.generation, pod.shape, unplaced)
+    return unplaced
 
 
 def failed_scheduling(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str:

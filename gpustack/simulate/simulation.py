@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from gpustack.model import WorkloadKind
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod
+from gpustack.simulate.group import allocate_group
 from gpustack.simulate.inventory import Node
+from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
+from gpustack.simulate.preemption import PREEMPTED, carry_out, find_preemption, preempted_message
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
-from gpustack.simulate.scheduler import Unplaced, schedule_pod
+from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
 FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
@@ -27,6 +30,7 @@ CONTROLLER_KINDS = (WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFUL_SET, Workload
 ERROR_CREATING = "Error creating: "
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's event
 UNSCHEDULABLE = "Unschedulable"  # Volcano's PodScheduled condition reason
+GROUP_INCOMPLETE = "GroupIncomplete"  # gpustack's word: a JobSet or LeaderWorkerSet group that cannot start whole
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,10 @@ class Outcome:
     pending: tuple[Pending, ...]  # in creation order
     gangs: tuple[tuple[GangSpec, str], ...]  # gangs that are not ready, with the PodGroup's message
     quotas: tuple[tuple[Quota, dict[str, int]], ...]  # every quota with what admitted pods use
+    running: tuple[tuple[Pod, int], ...] = ()  # pods already bound in the cluster snapshot, with their nodes
+    preempted: tuple[tuple[Pod, int, str], ...] = ()  # victims: (pod, node index, the Preempted event's message)
+    # Preemptors: (pod, node index it was nominated to, its FailedScheduling message before the victims went).
+    nominated: tuple[tuple[Pod, int, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -54,11 +62,25 @@ class Outcome:
 
 
 def simulate(
-    nodes: Sequence[Node], demand: Demand, quotas: Sequence[Quota], version: KubeVersion, binpack: bool = False
+    nodes: Sequence[Node],
+    demand: Demand,
+    quotas: Sequence[Quota],
+    version: KubeVersion,
+    binpack: bool = False,
+    running: Sequence[tuple[Pod, int]] = (),
 ) -> Outcome:
-    """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads."""
+    """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads.
+
+    `running`: pods a cluster snapshot shows bound (pod, node index); they hold their node's resources and
+    pod slots and count toward quota from the start, and lower-priority ones may be preempted.
+    """
     cluster = Cluster(nodes)
     ledger = QuotaLedger(tuple(quotas))
+    for pod, node in running:
+        cluster.bind(pod, node)
+        ledger.charge(pod)
+    preempted: list[tuple[Pod, int, str]] = []
+    nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
     admitted: list[Pod] = []
     for pod in demand.pods:
@@ -70,15 +92,48 @@ def simulate(
     placed: list[tuple[Pod, int]] = []
     gangs: list[tuple[GangSpec, str]] = []
     kube, volcano = KubeJudge(version), VolcanoJudge(version)
+    # Pods that name their node are bound as they are created: the kubelet admits them before any scheduling.
+    for pod in [p for p in admitted if p.shape.node_name is not None]:
+        bound = admit_by_name(cluster, pod)
+        if isinstance(bound, int):
+            placed.append((pod, bound))
+        else:
+            pending.append(Pending(pod, bound.event, bound.message))
+            if bound.failed:
+                ledger.release(pod)
+    admitted = [p for p in admitted if p.shape.node_name is None]
+    refusals: Refusals = {}
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
-            result = schedule_pod(cluster, unit, kube, version, most_allocated=False)
-            if isinstance(result, Unplaced):
-                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
-            else:
+            result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
+            if not isinstance(result, Unplaced):
                 placed.append((unit, result))
+                continue
+            preemption = find_preemption(cluster, unit, list(result.rejections), version)
+            if preemption is None:
+                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
+                continue
+            carry_out(cluster, unit, preemption)
+            placed.append((unit, preemption.node))
+            nominated.append((unit, preemption.node, result.message))
+            message = preempted_message(unit, cluster.nodes[preemption.node].name)
+            for victim in preemption.victims:
+                preempted.append((victim, preemption.node, message))
+                ledger.release(victim)
+                if any(pod is victim for pod, _ in placed):  # one of the plan's own pods: deleted, so not running
+                    placed = [(pod, node) for pod, node in placed if pod is not victim]
+                    pending.append(Pending(victim, PREEMPTED, message))
             continue
         spec, members = unit
+        if not members[0].volcano:
+            group = allocate_group(cluster, spec, members, kube, version)
+            placed += group.bound
+            for pod, text, why, refused in group.pending:
+                event = FAILED_SCHEDULING if refused else GROUP_INCOMPLETE
+                pending.append(Pending(pod, event, text, why, gang_partial=True))
+            if group.message is not None:
+                gangs.append((spec, group.message))
+            continue
         outcome = allocate_gang(cluster, spec, members, volcano, binpack)
         placed += outcome.bound
         partial = outcome.message is not None and bool(outcome.schedulable)
@@ -92,6 +147,9 @@ def simulate(
         tuple(sorted(pending, key=lambda item: item.pod.order)),
         tuple(gangs),
         tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
+        tuple(running),
+        tuple(preempted),
+        tuple(nominated),
     )
 
 
@@ -110,11 +168,12 @@ Unit = Pod | tuple[GangSpec, list[Pod]]
 
 
 def _queue(pods: list[Pod], demand: Demand) -> list[Unit]:
-    """Scheduling units by priority, then age: single pods for kube-scheduler, whole jobs for Volcano."""
+    """Scheduling units by priority, then age: single pods for kube-scheduler, whole jobs for Volcano, whole groups
+    for a JobSet or LeaderWorkerSet."""
     units: list[tuple[int, int, Unit]] = []
     members: dict[str, list[Pod]] = {}
     for pod in pods:
-        if not pod.volcano:
+        if not pod.volcano and pod.gang is None:
             units.append((-pod.priority, pod.order, pod))
             continue
         key = pod.gang or f"{pod.namespace}/{pod.name}"  # Volcano gives a lone pod a PodGroup of one

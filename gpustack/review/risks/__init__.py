@@ -13,12 +13,14 @@ from gpustack.review.risk import Risk
 from gpustack.review.risks.allocation import allocation_switched
 from gpustack.review.risks.gpus import (
     device_plugin_chart,
+    gpu_stack,
     isolation_weakened,
     mig_repartition,
     resource_renamed,
     unit_memory_shrinks,
 )
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
+from gpustack.review.risks.objects import base_absent, object_escapes_tenant
 from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
 from gpustack.review.risks.workloads import workload_stranded
 from gpustack.review.snapshot import Snapshot
@@ -34,10 +36,13 @@ RULES: tuple[Rule, ...] = (
     quota_below_need,
     node_moved,
     device_plugin_chart,
+    gpu_stack,
     tenant_access_lost,
     isolation_weakened,
     unit_memory_shrinks,
     allocation_switched,
+    object_escapes_tenant,
+    base_absent,
 )
 
 

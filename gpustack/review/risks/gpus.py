@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gpustack.model import NodePool, SharingStrategy
+from gpustack.model import NodePool, SharingStrategy, Stack
 from gpustack.offers import Isolation
 from gpustack.quantity import GIB, format_gib, parse_quantity
 from gpustack.review.layouts import MIG_OFF, GpuState, gpu_states, index_ranges
@@ -236,6 +236,8 @@ def device_plugin_chart(before: Snapshot, after: Snapshot) -> list[Risk]:
     """The NVIDIA device plugin chart changes version or source: its DaemonSet rolls on every GPU node."""
     if before.blueprint is None or after.blueprint is None:
         return []
+    if before.blueprint.stack is not Stack.DEVICE_PLUGIN or after.blueprint.stack is not Stack.DEVICE_PLUGIN:
+        return []  # the standalone chart is installed only with stack: device-plugin (gpu_stack covers a switch)
     old, new = before.blueprint.device_plugin, after.blueprint.device_plugin
     if (old.chart_version, old.repository) == (new.chart_version, new.repository):
         return []
@@ -255,6 +257,50 @@ def device_plugin_chart(before: Snapshot, after: Snapshot) -> list[Risk]:
             f"({plural(len(nodes), 'node')}). Running pods keep their GPUs; while a node's plugin restarts, pods "
             "asking for GPUs there wait. Defaults and behaviour can change between chart versions.",
             "Read the chart's changelog between the two versions and roll it out in a quiet window.",
+            nodes=nodes,
+        )
+    ]
+
+
+def gpu_stack(before: Snapshot, after: Snapshot) -> list[Risk]:
+    """spec.stack switches, or the GPU Operator chart changes: what runs the GPUs on every node changes."""
+    if before.blueprint is None or after.blueprint is None:
+        return []
+    old, new = before.blueprint, after.blueprint
+    nodes = tuple(sorted(after.node_pools))
+    if old.stack is not new.stack:
+        leaving = "nvidia-device-plugin" if old.stack is Stack.DEVICE_PLUGIN else "gpu-operator"
+        return [
+            Risk(
+                "gpu-stack",
+                Level.HIGH,
+                f"GPU stack switches from {old.stack} to {new.stack}",
+                f"The new output installs the {new.stack} stack but does not remove the {leaving} release: until it "
+                f"is uninstalled, two device plugins advertise the GPUs of {plural(len(nodes), 'node')}, and "
+                "allocations can hand one GPU to two pods. The GPU Operator also installs a driver and container "
+                "toolkit unless spec.gpuOperator says the nodes have them.",
+                f"Drain GPU workloads, `helm uninstall {leaving}`, apply the new output, then run verify-nodes.sh.",
+                nodes=nodes,
+            )
+        ]
+    if new.stack is not Stack.GPU_OPERATOR:
+        return []
+    was, now = old.gpu_operator, new.gpu_operator
+    if (was.chart_version, was.driver, was.toolkit) == (now.chart_version, now.driver, now.toolkit):
+        return []
+    return [
+        Risk(
+            "gpu-operator-chart",
+            Level.MEDIUM,
+            f"GPU Operator {was.chart_version} -> {now.chart_version}"
+            + (
+                ", driver or toolkit installation changes"
+                if (was.driver, was.toolkit) != (now.driver, now.toolkit)
+                else ""
+            ),
+            f"helm upgrade rolls the operator's DaemonSets on every GPU node ({plural(len(nodes), 'node')}); a driver "
+            "change restarts the driver container, which evicts the node's GPU pods.",
+            "Read the operator's release notes and roll it out in a quiet window, a node pool at a time.",
             nodes=nodes,
         )
     ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gpustack.review.fields import taint_text
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.scheduling import running_on, taint_key, tolerated
 from gpustack.review.risks.wording import plural
 from gpustack.review.snapshot import Snapshot
+from gpustack.taints import taint_text
 
 
 def noexecute_taint(before: Snapshot, after: Snapshot) -> list[Risk]:
@@ -19,7 +19,7 @@ def noexecute_taint(before: Snapshot, after: Snapshot) -> list[Risk]:
         added = [t for t in new_pool.taints if t.effect == "NoExecute" and taint_key(t) not in old]
         if not added:
             continue
-        key = (new_pool.name, tuple(taint_text(t.key, t.value, t.effect) for t in added))
+        key = (new_pool.name, tuple(taint_text(t) for t in added))
         found.setdefault(key, []).append(node)
         if old_pool is not None and not all(tolerated(old_pool, t) for t in added):
             old_pools.setdefault(key, set()).add(old_pool.name)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from gpustack.model import NodePool, SharingStrategy, Taint
 from gpustack.review.risks.wording import sorted_names
 from gpustack.review.snapshot import Snapshot
+from gpustack.taints import toleration_for
 
 
 def running_on(before: Snapshot, pools: Iterable[str]) -> tuple[str, ...]:
@@ -25,10 +26,7 @@ def tolerated(pool: NodePool | None, taint: Taint) -> bool:
     """Whether pods made for `pool` (gpustack tolerates exactly its pool's taints) tolerate `taint`."""
     if pool is None:
         return False
-    for own in pool.taints:
-        if own.key == taint.key and own.effect == taint.effect and (own.value is None or own.value == taint.value):
-            return True
-    return False
+    return any(toleration_for(own).tolerates(taint) for own in pool.taints)
 
 
 def naming(pool: NodePool) -> tuple[str, bool, str | None]:

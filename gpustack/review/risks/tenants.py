@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gpustack.context import tenant_demand
 from gpustack.offers import full_resource_name
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.wording import pool_list, quoted, sorted_names
@@ -16,7 +15,7 @@ def quota_below_need(before: Snapshot, after: Snapshot) -> list[Risk]:
     risks = []
     for name in sorted(set(before.tenants) & set(after.tenants)):
         old, new = before.tenants[name], after.tenants[name]
-        demand = tenant_demand(after.context, name)
+        demand = after.context.tenant_demand(name)
         for pool, items in new.quota:
             old_quota = old.quota_for(pool) if pool in old.pools else {}
             for short, amount in items:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from gpustack.model import WorkloadKind
-from gpustack.review.fields import taint_text
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.scheduling import naming, tolerated
 from gpustack.review.risks.wording import plural
 from gpustack.review.snapshot import Snapshot
+from gpustack.taints import taint_text
 
 
 def workload_stranded(before: Snapshot, after: Snapshot) -> list[Risk]:
@@ -76,7 +76,7 @@ def _lost_tolerations(before: Snapshot, after: Snapshot, name: str) -> list[Risk
             continue
         for taint in new_pool.taints:
             if taint.effect == "NoSchedule" and not tolerated(old_pool, taint):
-                untolerated.setdefault(taint_text(taint.key, taint.value, taint.effect), []).append(node)
+                untolerated.setdefault(taint_text(taint), []).append(node)
     return [
         Risk(
             "workload-stranded",

@@ -6,13 +6,13 @@
 set -eu
 
 # pool h100-train
-kubectl label node h100-a gpustack.io/pool=h100-train nvidia.com/mig.config=all-disabled --overwrite
+kubectl label node h100-a gpustack.io/pool=h100-train nvidia.com/gpu.deploy.device-plugin=false nvidia.com/mig.config=all-disabled --overwrite
 kubectl taint node h100-a gpustack.io/pool=h100-train:NoSchedule --overwrite
-kubectl label node h100-b gpustack.io/pool=h100-train nvidia.com/mig.config=all-disabled --overwrite
+kubectl label node h100-b gpustack.io/pool=h100-train nvidia.com/gpu.deploy.device-plugin=false nvidia.com/mig.config=all-disabled --overwrite
 kubectl taint node h100-b gpustack.io/pool=h100-train:NoSchedule --overwrite
 
 # pool a100-mig
-kubectl label node a100-a gpustack.io/pool=a100-mig nvidia.com/mig.config=gpustack-a100-mig --overwrite
+kubectl label node a100-a gpustack.io/pool=a100-mig nvidia.com/gpu.deploy.device-plugin=false nvidia.com/mig.config=gpustack-a100-mig --overwrite
 kubectl taint node a100-a gpustack.io/pool=a100-mig:NoSchedule --overwrite
 
 # pool l4-serve

@@ -6,9 +6,9 @@
 set -eu
 
 # pool l40s-vgpu
-kubectl label node l40s-node-1 gpustack.io/pool=l40s-vgpu gpu=on gpustack.io/device-plugin=hami --overwrite
+kubectl label node l40s-node-1 gpustack.io/pool=l40s-vgpu gpu=on gpustack.io/device-plugin=hami nvidia.com/gpu.deploy.device-plugin=false --overwrite
 kubectl taint node l40s-node-1 gpustack.io/pool=l40s-vgpu:NoSchedule --overwrite
-kubectl label node l40s-node-2 gpustack.io/pool=l40s-vgpu gpu=on gpustack.io/device-plugin=hami --overwrite
+kubectl label node l40s-node-2 gpustack.io/pool=l40s-vgpu gpu=on gpustack.io/device-plugin=hami nvidia.com/gpu.deploy.device-plugin=false --overwrite
 kubectl taint node l40s-node-2 gpustack.io/pool=l40s-vgpu:NoSchedule --overwrite
 
 # pool h100

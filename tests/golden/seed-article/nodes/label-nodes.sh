@@ -27,4 +27,4 @@ kubectl taint node gpu-node-07 gpu-pool=inference-shared:NoSchedule --overwrite
 
 # pool t4-dev
 kubectl label node gpu-dev-01 gpustack.io/pool=t4-dev nvidia.com/device-plugin.config=time-slicing-4-renamed gpu-pool=dev --overwrite
-kubectl taint node gpu-dev-01 gpu-pool=dev:PreferNoSchedule --overwrite
+kubectl taint node gpu-dev-01 gpu-pool=dev:NoSchedule --overwrite

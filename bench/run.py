@@ -1,0 +1,270 @@
+"""gpustack against floors that are not gpustack's code, measured side by side in one run.
+
+Run: python bench/run.py [--repeat N] [--quick] [--profile STAGE]
+
+Each figure is the median of N runs; a stage and its floor run alternately, so a neighbour's load
+slows both. Read the ratios, not the seconds: seconds move with the machine, ratios much less.
+
+  compile    `gpustack compile BP -o -`'s work (read, validate, compile, render the stream), against
+             libyaml doing the same reading and writing: `yaml.CSafeLoader` parses BP and
+             `yaml.CSafeDumper` dumps the same objects (goal <= 1.5x at 10x)
+  validate   `gpustack validate BP`'s work, against `yaml.CSafeLoader` parsing BP (goal <= 1.5x at 10x)
+  simulate   `gpustack simulate BP`'s work after compile: place every pod, the report (goal <= 3 s at 10x);
+             --profile simulate profiles the whole command (read, validate, compile too)
+  diff       `gpustack diff BP BP'` (one pool grows by a node), against compile (goal <= 2x at 10x)
+  capacity   `gpustack capacity BP`, against compile (goal <= 2x at 10x)
+  growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear), floors too: CPython itself
+             grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap)
+  --help     `gpustack --help` in a fresh interpreter, against `python -c "import yaml, click"` (goal <= 1.1x)
+  memory     tracemalloc's peak while compiling 10x to a stream, over the stream's size (goal <= 4x)
+
+Shapes (bench/fleet.py): many-pools (1x: 100 pools, 1,000 nodes, 50 tenants, 50 workloads; 10x: 1,000 /
+10,000 / 500 / 500, one pod per node) and few-pools (10 pools of 100 nodes per 1x; one pod per node).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import yaml  # noqa: E402
+from fleet import few_pools, grown, many_pools  # noqa: E402
+
+from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
+from gpustack.capacity import format_text as capacity_text  # noqa: E402
+from gpustack.catalog import load_catalog  # noqa: E402
+from gpustack.compile import compile_blueprint  # noqa: E402
+from gpustack.context import Context  # noqa: E402
+from gpustack.outputs import render_stream, streamed  # noqa: E402
+from gpustack.review.loading import side_from_file  # noqa: E402
+from gpustack.review.report import RENDERERS  # noqa: E402
+from gpustack.review.review import review_change  # noqa: E402
+from gpustack.simulate import run_simulation  # noqa: E402
+from gpustack.simulate.report import format_text as simulation_text  # noqa: E402
+from gpustack.simulate.report import report_data  # noqa: E402
+from gpustack.validation import Validation, validate_path  # noqa: E402
+
+SHAPES: dict[str, Callable[[int], str]] = {"many-pools": many_pools, "few-pools": few_pools}
+
+
+class _FloorDumper(yaml.CSafeDumper):  # type: ignore[misc,name-defined]
+    """libyaml's emitter with PyYAML's C-free representers; tuples as lists and no aliases, as gpustack writes."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_FloorDumper.add_representer(tuple, yaml.representer.SafeRepresenter.represent_list)
+
+
+def _valid(path: str) -> Validation:
+    result = validate_path(path)
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics[:3]]
+    return result
+
+
+def compile_stream(path: str) -> str:
+    blueprint = _valid(path).blueprint
+    assert blueprint is not None
+    return render_stream(compile_blueprint(blueprint))
+
+
+def compile_floor(path: str, objects: list[Any]) -> str:
+    with open(path, encoding="utf-8") as stream:
+        yaml.load(stream.read(), Loader=yaml.CSafeLoader)
+    return str(
+        yaml.dump_all(
+            objects, Dumper=_FloorDumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 30
+        )
+    )
+
+
+def parse_floor(path: str) -> None:
+    with open(path, encoding="utf-8") as stream:
+        yaml.load(stream.read(), Loader=yaml.CSafeLoader)
+
+
+def simulate(result: Validation, objects: list[Any]) -> str:
+    """`gpustack simulate`'s work after compile: place every pod, then the report."""
+    assert result.blueprint is not None and result.document is not None
+    document = result.document
+    simulation = run_simulation(result.blueprint, objects)
+    return simulation_text(report_data(simulation, result.file, lambda _which, path: document.span(path)))
+
+
+def simulate_file(path: str) -> str:
+    result = _valid(path)
+    assert result.blueprint is not None
+    return simulate(result, [m.obj for m in compile_blueprint(result.blueprint).objects])
+
+
+def diff(old: str, new: str) -> str:
+    before, after = side_from_file(old), side_from_file(new)
+    assert before.snapshot is not None and after.snapshot is not None
+    return str(RENDERERS["text"](review_change(before.snapshot, after.snapshot)))
+
+
+def capacity(path: str) -> str:
+    blueprint = _valid(path).blueprint
+    assert blueprint is not None
+    return capacity_text(capacity_data(measure_capacity(Context(blueprint, load_catalog())), path))
+
+
+def timed(action: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def medians(repeat: int, actions: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Each action `repeat` times, interleaved, so load from other processes falls on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(repeat):
+        for name, action in actions.items():
+            times[name].append(timed(action))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure_shape(shape: str, scale: int, folder: Path, repeat: int, with_reviews: bool) -> dict[str, float]:
+    path = folder / f"{shape}-{scale}x.yaml"
+    path.write_text(SHAPES[shape](scale), encoding="utf-8")
+    validation = _valid(str(path))
+    assert validation.blueprint is not None
+    plan = compile_blueprint(validation.blueprint)
+    objects = [m.obj for m in streamed(plan)]
+    everything = [m.obj for m in plan.objects]
+    actions: dict[str, Callable[[], object]] = {
+        "parse floor": lambda: parse_floor(str(path)),
+        "validate": lambda: validate_path(str(path)),
+        "compile floor": lambda: compile_floor(str(path), objects),
+        "compile": lambda: compile_stream(str(path)),
+        "simulate": lambda: simulate(validation, everything),
+    }
+    if with_reviews:
+        changed = folder / f"{shape}-{scale}x-grown.yaml"
+        changed.write_text(grown(SHAPES[shape](scale)), encoding="utf-8")
+        actions["diff"] = lambda: diff(str(path), str(changed))
+        actions["capacity"] = lambda: capacity(str(path))
+    return medians(repeat, actions)
+
+
+def help_ratio(repeat: int) -> tuple[float, float]:
+    """Seconds for `gpustack --help` and for importing yaml and click, each in a fresh interpreter."""
+    commands = {
+        "help": [sys.executable, "-m", "gpustack", "--help"],
+        "floor": [sys.executable, "-c", "import yaml, click"],
+    }
+    times = medians(
+        repeat * 3,
+        {
+            name: (lambda c=command: subprocess.run(c, check=True, capture_output=True))
+            for name, command in commands.items()
+        },
+    )
+    return times["help"], times["floor"]
+
+
+def peak_memory(path: Path) -> tuple[int, int]:
+    """tracemalloc's peak while compiling `path` to a stream, and the stream's size in bytes (UTF-8)."""
+    gc.collect()
+    tracemalloc.start()
+    text = compile_stream(str(path))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak, len(text.encode("utf-8"))
+
+
+def profile(stage: str, shape: str, scale: int, folder: Path) -> None:
+    path = folder / f"{shape}-{scale}x.yaml"
+    path.write_text(SHAPES[shape](scale), encoding="utf-8")
+    changed = folder / f"{shape}-{scale}x-grown.yaml"
+    changed.write_text(grown(path.read_text(encoding="utf-8")), encoding="utf-8")
+    actions: dict[str, Callable[[], object]] = {
+        "validate": lambda: validate_path(str(path)),
+        "compile": lambda: compile_stream(str(path)),
+        "simulate": lambda: simulate_file(str(path)),
+        "diff": lambda: diff(str(path), str(changed)),
+        "capacity": lambda: capacity(str(path)),
+    }
+    profiler = cProfile.Profile()
+    profiler.runcall(actions[stage])
+    for order in ("cumulative", "tottime"):
+        print(f"--- {stage} {shape} {scale}x, top 25 by {order}")
+        pstats.Stats(profiler, stream=sys.stdout).strip_dirs().sort_stats(order).print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median counts (default 3)")
+    parser.add_argument("--quick", action="store_true", help="many-pools only, no --help and memory figures")
+    parser.add_argument(
+        "--profile",
+        choices=("validate", "compile", "simulate", "diff", "capacity"),
+        help="print a cProfile summary of one stage (many-pools 10x, or --shape/--scale) instead of the figures",
+    )
+    parser.add_argument("--shape", choices=tuple(SHAPES), default="many-pools", help="shape for --profile")
+    parser.add_argument("--scale", type=int, default=10, help="scale for --profile")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpustack-bench-") as temporary:
+        folder = Path(temporary)
+        if options.profile:
+            profile(options.profile, options.shape, options.scale, folder)
+            return
+        report(options, folder)
+
+
+def report(options: argparse.Namespace, folder: Path) -> None:
+    print(
+        f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, libyaml {yaml.__with_libyaml__}, "
+        f"median of {options.repeat}, {os.cpu_count()} CPUs"
+    )
+    shapes = ("many-pools",) if options.quick else tuple(SHAPES)
+    print(
+        f"{'shape':<11} {'scale':>5} | {'validate':>8} {'parse':>6} {'ratio':>5} | {'compile':>7} {'floor':>6} "
+        f"{'ratio':>5} | {'simulate':>8} | {'diff':>6} {'/comp':>5} | {'capacity':>8} {'/comp':>5}"
+    )
+    for shape in shapes:
+        rows = {scale: measure_shape(shape, scale, folder, options.repeat, scale == 10) for scale in (1, 10)}
+        for scale, row in rows.items():
+            reviews = (
+                f"{row['diff']:>6.2f} {row['diff'] / row['compile']:>4.2f}x | "
+                f"{row['capacity']:>8.2f} {row['capacity'] / row['compile']:>4.2f}x"
+                if "diff" in row
+                else f"{'':>6} {'':>5} | {'':>8} {'':>5}"
+            )
+            print(
+                f"{shape:<11} {scale:>4}x | {row['validate']:>8.3f} {row['parse floor']:>6.3f} "
+                f"{row['validate'] / row['parse floor']:>4.2f}x | {row['compile']:>7.3f} {row['compile floor']:>6.3f} "
+                f"{row['compile'] / row['compile floor']:>4.2f}x | {row['simulate']:>8.3f} | {reviews}"
+            )
+        stages = ("validate", "parse floor", "compile", "compile floor", "simulate")
+        growth = {stage: rows[10][stage] / rows[1][stage] for stage in stages}
+        print(f"{shape:<11} growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
+    if options.quick:
+        return
+    help_s, floor_s = help_ratio(options.repeat)
+    print(f"gpustack --help {help_s:.3f} s, python -c 'import yaml, click' {floor_s:.3f} s: {help_s / floor_s:.2f}x")
+    path = folder / "many-pools-10x.yaml"
+    peak, size = peak_memory(path)
+    print(f"compile many-pools 10x: peak {peak / 1e6:.1f} MB traced, stream {size / 1e6:.1f} MB: {peak / size:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

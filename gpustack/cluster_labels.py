@@ -1,0 +1,60 @@
+"""What the labels and taints on a cluster's nodes say: which are the system's, which node has GPUs.
+
+Shared by `gpustack import` (what to copy into a pool) and `gpustack drift` (what counts as drift): a label
+or taint that Kubernetes, a cloud, an autoscaler, NFD/GFD or gpustack itself writes is never a pool's own.
+"""
+
+from __future__ import annotations
+
+from gpustack.names import HAMI_NODE_LABELS, POOL_LABEL
+from gpustack.snapshot import SnapshotNode, SnapshotTaint
+
+PRODUCT = "nvidia.com/gpu.product"
+COUNT = "nvidia.com/gpu.count"
+REPLICAS = "nvidia.com/gpu.replicas"
+SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
+MIG_STRATEGY = "nvidia.com/mig.strategy"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Where clouds and provisioners record the node pool a node came from, most specific first.
+CLOUD_POOL_LABELS = (
+    POOL_LABEL,
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+)
+# The labels a provider puts on the nodes it makes: what a selector pool selects by.
+PROVIDER_POOL_LABELS = CLOUD_POOL_LABELS[1:]
+# Label keys that clouds, Kubernetes, NFD/GFD or gpustack itself write: never copied into a pool's labels.
+_SYSTEM_DOMAINS = ("kubernetes.io", "k8s.io", "nvidia.com", "gpustack.io", "cloud.google.com", "amazonaws.com")
+_SYSTEM_DOMAINS_EXACT = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.azure.com", "alpha.eksctl.io")
+_SYSTEM_KEYS = frozenset({"agentpool", "storageprofile", "storagetier", *HAMI_NODE_LABELS})
+# Taints Kubernetes, clouds and autoscalers add and remove by themselves.
+_SYSTEM_TAINT_DOMAINS = ("node.kubernetes.io", "node.cloudprovider.kubernetes.io", "node-role.kubernetes.io")
+_SYSTEM_TAINT_KEYS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"})
+
+
+def is_system_label(key: str) -> bool:
+    if key in _SYSTEM_KEYS:
+        return True
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return domain in _SYSTEM_DOMAINS_EXACT or any(domain == d or domain.endswith("." + d) for d in _SYSTEM_DOMAINS)
+
+
+def is_system_taint(taint: SnapshotTaint) -> bool:
+    domain = taint.key.split("/", 1)[0] if "/" in taint.key else ""
+    return taint.key in _SYSTEM_TAINT_KEYS or domain in _SYSTEM_TAINT_DOMAINS
+
+
+def user_taints(node: SnapshotNode) -> tuple[SnapshotTaint, ...]:
+    return tuple(t for t in node.taints if not is_system_taint(t))
+
+
+def is_gpu_node(node: SnapshotNode) -> bool:
+    labels = dict(node.labels)
+    return (
+        PRODUCT in labels
+        or any(name.startswith("nvidia.com/") for name, _ in node.allocatable)
+        or (labels.get("gpustack.io/device-plugin") == "hami")
+    )

@@ -1,0 +1,48 @@
+"""`gpustack drift BLUEPRINT SNAPSHOT`: is the cluster still what the blueprint says?"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from gpustack.commands.options import output_option
+from gpustack.commands.reporting import stop_invalid
+from gpustack.diagnostic import DiagnosticError
+from gpustack.drift import compare, format_markdown, format_text, report_data
+from gpustack.snapshot import read_snapshot
+from gpustack.validation import Validation, validate_path
+
+NOTHING_COMPARED = "nothing compared"
+
+
+@click.command(name="drift")
+@click.argument("blueprint", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("snapshot", type=click.Path(dir_okay=False, allow_dash=True))
+@output_option(("text", "markdown", "json"))
+def command(blueprint: str, snapshot: str, output: str) -> None:
+    """Compare BLUEPRINT with a cluster SNAPSHOT (`kubectl get nodes,pods,priorityclasses,resourcequotas,
+    namespaces -A -o yaml`): per pool and node, the labels and taints gpustack sets, the GPU model, the
+    resources the pool should advertise, the MIG manager's state, and nodes missing or in no pool.
+
+    Exit 0 when the cluster matches, 1 on drift or invalid input (for a scheduled CI job), 2 on usage errors.
+    """
+    if blueprint == "-" and snapshot == "-":
+        raise click.UsageError("only one of BLUEPRINT and SNAPSHOT can be standard input")
+    result = validate_path(blueprint)
+    if not result.ok or result.blueprint is None:
+        stop_invalid([result], output, NOTHING_COMPARED)
+    assert result.blueprint is not None
+    try:
+        cluster = read_snapshot(snapshot)
+    except DiagnosticError as error:
+        stop_invalid([Validation(snapshot, None, None, error.diagnostics)], output, NOTHING_COMPARED)
+    drift = compare(result.blueprint, cluster, result.file)
+    if output == "json":
+        click.echo(json.dumps(report_data(drift), indent=2, ensure_ascii=False) + "\n", nl=False)
+    elif output == "markdown":
+        click.echo(format_markdown(drift), nl=False)
+    else:
+        click.echo(format_text(drift), nl=False)
+    sys.exit(0 if drift.in_sync else 1)

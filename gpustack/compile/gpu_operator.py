@@ -1,0 +1,136 @@
+"""NVIDIA's GPU Operator as one Helm release (stack: gpu-operator), with gpustack's per-pool configs in its values.
+
+The operator runs the driver, container toolkit, device plugin, GPU Feature Discovery, MIG manager and DCGM
+exporter as DaemonSets on every GPU node. What the values make sure of:
+- the device plugin reads gpustack's per-pool configs (`devicePlugin.config`): each node picks one with the
+  `nvidia.com/device-plugin.config` label, exactly as with the standalone chart (device_plugin.py builds them);
+- the MIG manager reads gpustack's mig-parted config (`migManager.config`), which the chart creates as a
+  ConfigMap in the operator's namespace; nodes pick a layout with `nvidia.com/mig.config`;
+- every operand, and NFD's worker that finds the GPU nodes, tolerates every GPU pool's taints (a CPU-only pool
+  gets no operand and no device-plugin config): `daemonsets.tolerations`
+  and `node-feature-discovery.worker.tolerations` replace the chart's lists, so their defaults are repeated;
+- `mig.strategy` never contradicts a pool's config: the operator exports it as MIG_STRATEGY, which the plugin
+  lets beat the config file. One strategy for all MIG pools is written as is; pools that differ get "" (the
+  chart then sets no MIG_STRATEGY and each node's config decides);
+- driver, toolkit and NFD are installed only where the blueprint says the cluster lacks them.
+
+Every key written here exists in the chart's own values.yaml (v26.7.0): the chart ignores a misspelt key.
+"""
+
+from __future__ import annotations
+
+from gpustack.compile.device_plugin import DEFAULT_CONFIG_KEY, name_configs
+from gpustack.compile.mig import build_mig_parted_config, needs_mig_manager, uses_mig
+from gpustack.context import Context
+from gpustack.model import NodePool, Stack
+from gpustack.names import MANAGED_BY, MIG_DISABLED_CONFIG
+from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
+from gpustack.yamlout import dump_yaml
+
+FAMILY = "gpu-operator"
+RELEASE_NAME = "gpu-operator"
+CHART_NAME = "gpu-operator"
+VALUES_FILE = "gpu-operator/values.yaml"
+NAMESPACE_FILE = "gpu-operator/namespace.yaml"
+DEVICE_PLUGIN_CONFIG_MAP = "gpustack-device-plugin-config"
+MIG_CONFIG_KEY = "config.yaml"  # the key the MIG manager reads
+# The operator's DaemonSets mount host paths and run privileged: Pod Security must allow it in their namespace.
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
+# The chart's defaults for the lists gpustack replaces (values.yaml v26.7.0).
+OPERAND_TOLERATIONS: tuple[Object, ...] = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+NFD_WORKER_TOLERATIONS: tuple[Object, ...] = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+def uses_gpu_operator(ctx: Context) -> bool:
+    return ctx.blueprint.stack is Stack.GPU_OPERATOR
+
+
+def pool_tolerations(defaults: tuple[Object, ...], pools: tuple[NodePool, ...]) -> list[Object]:
+    """`defaults` plus one `Exists` toleration per distinct (key, effect) among the pools' taints, derived from the
+    taints themselves so they can never drift apart; a DaemonSet must run on every value of the key."""
+    out = [dict(toleration) for toleration in defaults]
+    seen = {(str(t["key"]), str(t["effect"])) for t in defaults if t.get("operator") == "Exists"}
+    for pool in pools:
+        for taint in pool.taints:
+            if (taint.key, taint.effect) not in seen:
+                seen.add((taint.key, taint.effect))
+                out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
+    return out
+
+
+def mig_strategy(ctx: Context) -> str:
+    """The cluster-wide `mig.strategy`: the MIG pools' one strategy, "none" without MIG pools, "" where they differ."""
+    strategies = {
+        pool.sharing.mig.strategy.value for pool in ctx.blueprint.pools if pool.sharing.mig and uses_mig(pool)
+    }
+    if not strategies:
+        return "none"
+    return strategies.pop() if len(strategies) == 1 else ""
+
+
+def build_values(ctx: Context) -> Object:
+    operator = ctx.blueprint.gpu_operator
+    # The operands and NFD's GPU detection run on GPU nodes only: a CPU-only pool's taints are nothing to them.
+    pools = tuple(pool for pool in ctx.blueprint.pools if pool.gpu is not None)
+    configs = sorted(name_configs(ctx), key=lambda named: named.key)
+    values: Object = {
+        "nfd": {"enabled": operator.nfd},
+        "daemonsets": {"tolerations": pool_tolerations(OPERAND_TOLERATIONS, pools)},
+        "mig": {"strategy": mig_strategy(ctx)},
+        "driver": {"enabled": operator.driver},
+        "toolkit": {"enabled": operator.toolkit},
+        "devicePlugin": {
+            "enabled": True,
+            "config": {
+                "create": True,
+                "name": DEVICE_PLUGIN_CONFIG_MAP,
+                "default": DEFAULT_CONFIG_KEY,
+                "data": {named.key: dump_yaml(named.config) for named in configs},
+            },
+        },
+        "gfd": {"enabled": ctx.blueprint.device_plugin.gfd},
+    }
+    if needs_mig_manager(ctx):
+        values["migManager"] = {
+            "enabled": True,
+            "config": {
+                "default": MIG_DISABLED_CONFIG,
+                "create": True,
+                "name": ctx.blueprint.mig_manager.config_map,
+                "data": {MIG_CONFIG_KEY: dump_yaml(build_mig_parted_config(ctx))},
+            },
+        }
+    if operator.nfd:
+        # NFD's worker labels the GPU nodes the operator deploys to: on a tainted pool it must run too.
+        values["node-feature-discovery"] = {"worker": {"tolerations": pool_tolerations(NFD_WORKER_TOLERATIONS, pools)}}
+    return values
+
+
+def build_namespace(ctx: Context) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": ctx.blueprint.gpu_operator.namespace, "labels": {**MANAGED_BY, **POD_SECURITY}},
+    }
+
+
+def compile_gpu_operator(ctx: Context) -> FamilyOutput:
+    if not uses_gpu_operator(ctx):
+        return FamilyOutput()
+    operator = ctx.blueprint.gpu_operator
+    release = HelmRelease(
+        name=RELEASE_NAME,
+        chart=CHART_NAME,
+        repository=operator.repository,
+        version=operator.chart_version,
+        namespace=operator.namespace,
+        values=build_values(ctx),
+        values_file=VALUES_FILE,
+        # The chart upgrades its CRDs in a pre-upgrade hook Job (operator.upgradeCRD), which a helm/v4 Chart skips.
+        needs_hooks=True,
+        skip_openapi_validation=True,
+    )
+    return FamilyOutput(objects=[Manifest(FAMILY, NAMESPACE_FILE, build_namespace(ctx))], releases=[release])

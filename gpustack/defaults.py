@@ -1,0 +1,54 @@
+"""gpustack's defaults: the `default` keywords of the blueprint JSON Schema, the one place they are written.
+
+build applies them to what a blueprint leaves out, the model's records and compile's pinned chart versions read
+them from here, and `gpustack schema` and editors show the same values, so none of them can drift.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+# Where each object is defined in the schema, as a JSON pointer.
+SPEC = "#/properties/spec"
+DEVICE_PLUGIN = "#/properties/spec/properties/devicePlugin"
+MIG_MANAGER = "#/properties/spec/properties/migManager"
+GPU_OPERATOR = "#/$defs/gpuOperator"
+DRA = "#/$defs/draSettings"
+HAMI_RELEASE = "#/$defs/hamiRelease"
+KUEUE = "#/$defs/kueueSettings"
+VOLCANO = "#/$defs/volcanoSettings"
+NODE_POOL = "#/$defs/nodePool"
+REPLICATED_SHARING = "#/$defs/replicatedSharing"
+HAMI_SHARING = "#/$defs/hami"
+TOPOLOGY = "#/$defs/topology"
+TENANT = "#/$defs/tenant"
+TENANT_VOLCANO = "#/$defs/tenantVolcano"
+WORKLOAD = "#/$defs/workload"
+WORKLOAD_GPU = "#/$defs/workloadGpu"
+SERVE = "#/$defs/workload/properties/serve"
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    # Read here rather than through gpustack.schema, which would load jsonschema for every import of the model.
+    text = resources.files("gpustack").joinpath("data", "blueprint.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def schema_default(where: str, name: str) -> Any:
+    """The schema's default for property `name` of the object at JSON pointer `where`; KeyError where it has none."""
+    node = _schema()
+    for part in where.removeprefix("#/").split("/"):
+        node = node[part]
+    return copy.deepcopy(node["properties"][name]["default"])  # a caller may keep a list or mapping default
+
+
+def value_or_default(data: Mapping[str, Any], where: str, name: str) -> Any:
+    """`data[name]`, or the schema's default where the blueprint leaves it out."""
+    return data[name] if name in data else schema_default(where, name)

@@ -1,0 +1,22 @@
+"""The envelope every `--output json` document wears, so tools can tell what they were given.
+
+One key style across commands: camelCase, the Kubernetes convention, with `apiVersion` and `kind`
+first (docs/json-output.md lists each kind). A key's spelling changes only with a new apiVersion.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+API_VERSION = "gpustack.io/v1alpha1"
+
+
+def json_document(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, **data}
+
+
+def dump_document(kind: str, data: Mapping[str, Any]) -> str:
+    """The document as pretty JSON text, keys in the order given (same input, same bytes)."""
+    return json.dumps(json_document(kind, data), indent=2, ensure_ascii=False) + "\n"

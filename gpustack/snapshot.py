@@ -1,0 +1,402 @@
+"""A cluster snapshot: what `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml` prints.
+
+Read with the blueprint loader (size caps, no aliases or tags, positions kept; JSON is YAML), then turned into
+small typed records. Only the fields gpustack reasons about are kept; every record knows its JSON path so a
+malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps may ride along in
+the same List: their `data` values are YAML texts, parsed with the same loader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
+from gpustack.load import Document, parse_document, read_document
+from gpustack.quantity import parse_quantity
+
+KINDS = ("Node", "Pod", "PriorityClass", "ResourceQuota", "Namespace", "ConfigMap")
+TERMINAL_PHASES = ("Succeeded", "Failed")  # pods that hold nothing any more
+
+
+@dataclass(frozen=True)
+class SnapshotTaint:
+    key: str
+    value: str | None
+    effect: str
+
+
+@dataclass(frozen=True)
+class SnapshotNode:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[SnapshotTaint, ...]
+    unschedulable: bool
+    allocatable: tuple[tuple[str, str], ...]  # resource -> quantity, as written
+    kubelet_version: str | None
+    path: JsonPath
+
+    def label(self, key: str) -> str | None:
+        return dict(self.labels).get(key)
+
+    def allocatable_amount(self, resource: str) -> Decimal:
+        text = dict(self.allocatable).get(resource)
+        return Decimal(0) if text is None else parse_quantity(text)
+
+
+@dataclass(frozen=True)
+class SnapshotPod:
+    name: str
+    namespace: str
+    node_name: str | None
+    phase: str | None
+    priority: int | None  # spec.priority, which admission resolves from the class; None when not written
+    priority_class: str | None
+    requests: tuple[tuple[str, str], ...]  # summed over containers, the larger of that and any init container
+    path: JsonPath
+
+    @property
+    def holds_resources(self) -> bool:
+        return self.node_name is not None and self.phase not in TERMINAL_PHASES
+
+
+@dataclass(frozen=True)
+class SnapshotPriorityClass:
+    name: str
+    value: int
+    preemption_policy: str  # PreemptLowerPriority (the default) or Never
+    global_default: bool
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class SnapshotQuota:
+    name: str
+    namespace: str
+    hard: tuple[tuple[str, str], ...]
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class SnapshotNamespace:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class SnapshotConfigMap:
+    name: str
+    namespace: str
+    data: tuple[tuple[str, str], ...]
+    path: JsonPath
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    file: str
+    nodes: tuple[SnapshotNode, ...]
+    pods: tuple[SnapshotPod, ...]
+    priority_classes: tuple[SnapshotPriorityClass, ...]
+    quotas: tuple[SnapshotQuota, ...]
+    namespaces: tuple[SnapshotNamespace, ...]
+    config_maps: tuple[SnapshotConfigMap, ...]
+    document: Document | None = field(default=None, repr=False, compare=False)
+
+    def span(self, path: JsonPath) -> Span | None:
+        """Where a path of the snapshot file starts, for diagnostics about the cluster."""
+        return self.document.span(path) if self.document is not None else None
+
+    def node(self, name: str) -> SnapshotNode | None:
+        return self._nodes_by_name.get(name)
+
+    @cached_property
+    def _nodes_by_name(self) -> dict[str, SnapshotNode]:  # drift and simulate look up every node: keep it O(1)
+        return {node.name: node for node in self.nodes}
+
+
+class _Reader:
+    """Turns one loaded document into records, collecting a diagnostic for each malformed object."""
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.problems: list[Diagnostic] = []
+
+    def fail(self, path: JsonPath, message: str, expected: str, hint: str) -> None:
+        self.problems.append(
+            Diagnostic(
+                "GS020",
+                Severity.ERROR,
+                f"{message}; expected {expected}",
+                self.document.span(path),
+                path,
+                hint,
+            )
+        )
+
+    def mapping(self, value: Any, path: JsonPath, what: str) -> Mapping[str, Any] | None:
+        if isinstance(value, dict):
+            return value
+        if value is not None:
+            self.fail(path, f"{what} is {_kind_of(value)}", "a mapping", _KUBECTL_HINT)
+        return None
+
+    def string_map(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
+        found = self.mapping(value, path, f"the {what} map") or {}
+        out = []
+        for key, item in found.items():
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                self.fail((*path, key), f"{what} {key!r} is {_kind_of(item)}", "a string", _KUBECTL_HINT)
+                continue
+            out.append((key, str(item)))
+        return tuple(sorted(out))
+
+    def name(self, item: Mapping[str, Any], path: JsonPath) -> tuple[str, str | None] | None:
+        meta = self.mapping(item.get("metadata"), (*path, "metadata"), "metadata")
+        if meta is None or not isinstance(meta.get("name"), str) or not meta["name"]:
+            self.fail((*path, "metadata"), "an object without metadata.name", "metadata.name", _KUBECTL_HINT)
+            return None
+        namespace = meta.get("namespace")
+        return meta["name"], namespace if isinstance(namespace, str) else None
+
+    def quantities(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
+        """A resource map whose every value must be a Kubernetes quantity (allocatable, quota hard)."""
+        out = []
+        for name, amount in self.string_map(value, path, what):
+            try:
+                parse_quantity(amount)
+            except ValueError:
+                self.fail(
+                    (*path, name), f"{what} {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 8, 500m, 64Gi"
+                )
+                continue
+            out.append((name, amount))
+        return tuple(out)
+
+    def integer(self, value: Any, path: JsonPath, what: str, default: int) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"{what} is {_kind_of(value)}", "an integer", _KUBECTL_HINT)
+            return default
+        return value
+
+
+_KUBECTL_HINT = (
+    "give the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`"
+)
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _items(reader: _Reader) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
+    data = reader.document.data
+    if isinstance(data, dict) and data.get("kind") != "List" and "items" not in data:
+        yield data, ()  # a single object, as `kubectl get node gpu-1 -o yaml` prints
+        return
+    root = reader.mapping(data, (), "the snapshot")
+    items = root.get("items") if root is not None else None
+    if not isinstance(items, list):
+        reader.fail((), "the snapshot has no items list", "a v1 List with items", _KUBECTL_HINT)
+        return
+    for index, item in enumerate(items):
+        found = reader.mapping(item, ("items", index), "a list item")
+        if found is not None:
+            yield found, ("items", index)
+
+
+def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotNode | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    meta = item["metadata"]
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
+    taints = []
+    raw_taints = spec.get("taints") or []
+    for index, raw in enumerate(raw_taints if isinstance(raw_taints, list) else []):
+        taint = reader.mapping(raw, (*path, "spec", "taints", index), "a taint")
+        if taint is None or not isinstance(taint.get("key"), str) or not isinstance(taint.get("effect"), str):
+            where = (*path, "spec", "taints", index)
+            reader.fail(where, "a taint without key or effect", "key and effect", _KUBECTL_HINT)
+            continue
+        value = taint.get("value")
+        taints.append(SnapshotTaint(taint["key"], None if value in (None, "") else str(value), taint["effect"]))
+    info = status.get("nodeInfo") if isinstance(status.get("nodeInfo"), dict) else {}
+    kubelet = info.get("kubeletVersion")
+    return SnapshotNode(
+        name=named[0],
+        labels=reader.string_map(meta.get("labels"), (*path, "metadata", "labels"), "label"),
+        taints=tuple(taints),
+        unschedulable=spec.get("unschedulable") is True,
+        allocatable=reader.quantities(status.get("allocatable"), (*path, "status", "allocatable"), "allocatable"),
+        kubelet_version=kubelet if isinstance(kubelet, str) else None,
+        path=path,
+    )
+
+
+def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> list[dict[str, Decimal]]:
+    out = []
+    for index, raw in enumerate(containers if isinstance(containers, list) else []):
+        container = reader.mapping(raw, (*path, index), "a container") or {}
+        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        requests = dict(
+            reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request")
+        )
+        # Kubernetes defaults a missing request to the limit; extended resources are only ever set as limits.
+        limits = dict(reader.string_map(resources.get("limits"), (*path, index, "resources", "limits"), "limit"))
+        merged = {**limits, **requests}
+        amounts = {}
+        for name, amount in merged.items():
+            try:
+                amounts[name] = parse_quantity(amount)
+            except ValueError:
+                where = (*path, index, "resources", "requests" if name in requests else "limits", name)
+                reader.fail(where, f"resource {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 2, 500m, 8Gi")
+        out.append(amounts)
+    return out
+
+
+def _pod_requests(reader: _Reader, spec: Mapping[str, Any], path: JsonPath) -> tuple[tuple[str, str], ...]:
+    """A pod's effective requests: the containers' sum, or an init container's larger request."""
+    total: dict[str, Decimal] = {}
+    for requests in _container_requests(reader, spec.get("containers"), (*path, "spec", "containers")):
+        for name, amount in requests.items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    for requests in _container_requests(reader, spec.get("initContainers"), (*path, "spec", "initContainers")):
+        for name, amount in requests.items():
+            total[name] = max(total.get(name, Decimal(0)), amount)
+    return tuple(sorted((name, _format_amount(amount)) for name, amount in total.items()))
+
+
+def _format_amount(amount: Decimal) -> str:
+    return str(int(amount)) if amount == int(amount) else f"{int(amount * 1000)}m"
+
+
+def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPod | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
+    node = spec.get("nodeName")
+    phase = status.get("phase")
+    priority_class = spec.get("priorityClassName")
+    return SnapshotPod(
+        name=named[0],
+        namespace=named[1] or "default",
+        node_name=node if isinstance(node, str) and node else None,
+        phase=phase if isinstance(phase, str) else None,
+        priority=None
+        if spec.get("priority") is None
+        else reader.integer(spec.get("priority"), (*path, "spec", "priority"), "priority", 0),
+        priority_class=priority_class if isinstance(priority_class, str) and priority_class else None,
+        requests=_pod_requests(reader, spec, path),
+        path=path,
+    )
+
+
+def _priority_class(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPriorityClass | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    policy = item.get("preemptionPolicy")
+    return SnapshotPriorityClass(
+        name=named[0],
+        value=reader.integer(item.get("value"), (*path, "value"), "value", 0),
+        preemption_policy=policy if policy in ("Never", "PreemptLowerPriority") else "PreemptLowerPriority",
+        global_default=item.get("globalDefault") is True,
+        path=path,
+    )
+
+
+def _quota(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotQuota | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    hard = reader.quantities(spec.get("hard"), (*path, "spec", "hard"), "quota")
+    return SnapshotQuota(named[0], named[1] or "default", hard, path)
+
+
+def _namespace(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotNamespace | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    labels = reader.string_map(item["metadata"].get("labels"), (*path, "metadata", "labels"), "label")
+    return SnapshotNamespace(named[0], labels, path)
+
+
+def _config_map(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotConfigMap | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    data = reader.string_map(item.get("data"), (*path, "data"), "data entry")
+    return SnapshotConfigMap(named[0], named[1] or "default", data, path)
+
+
+def snapshot_from(document: Document) -> Snapshot:
+    """The records of a loaded snapshot. Raises DiagnosticError (GS020) when an object is malformed."""
+    reader = _Reader(document)
+    found: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    builders = {
+        "Node": _node,
+        "Pod": _pod,
+        "PriorityClass": _priority_class,
+        "ResourceQuota": _quota,
+        "Namespace": _namespace,
+        "ConfigMap": _config_map,
+    }
+    for item, path in _items(reader):
+        kind = item.get("kind")
+        if isinstance(kind, str) and kind in builders:
+            record = builders[kind](reader, item, path)
+            if record is not None:
+                found[kind].append(record)
+    if reader.problems:
+        raise DiagnosticError(reader.problems)
+    return Snapshot(
+        file=document.file,
+        nodes=tuple(sorted(found["Node"], key=lambda n: n.name)),
+        pods=tuple(found["Pod"]),
+        priority_classes=tuple(found["PriorityClass"]),
+        quotas=tuple(found["ResourceQuota"]),
+        namespaces=tuple(sorted(found["Namespace"], key=lambda n: n.name)),
+        config_maps=tuple(found["ConfigMap"]),
+        document=document,
+    )
+
+
+def read_snapshot(path: str) -> Snapshot:
+    """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
+    return snapshot_from(read_document(path))
+
+
+def parse_snapshot(text: str, file: str) -> Snapshot:
+    return snapshot_from(parse_document(text, file))
+
+
+def embedded_yaml(config_map: SnapshotConfigMap, key: str, file: str) -> Any:
+    """A ConfigMap value that is itself YAML (a device plugin or mig-parted config), read with the same loader."""
+    text = dict(config_map.data).get(key)
+    if text is None:
+        return None
+    try:
+        return parse_document(text, f"{file}#{config_map.namespace}/{config_map.name}/{key}").data
+    except DiagnosticError:
+        return None

@@ -1,0 +1,85 @@
+"""Taints and tolerations: how a taint is written, which toleration gpustack derives for it, and whether a toleration
+tolerates a taint (Kubernetes' core/v1 ToleratesTaint), each in one place.
+
+The blueprint's taints (`gpustack.model.Taint`) and the simulator's (read from compiled Node patches) both fit
+`TaintLike`, so compile, checks, review and simulate cannot disagree on what a toleration lets through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class TaintLike(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
+
+    @property
+    def effect(self) -> str: ...
+
+
+def taint_text(taint: TaintLike) -> str:
+    """kubectl's notation, which users already read and `kubectl taint` takes: key=value:Effect, or key:Effect."""
+    if taint.value is not None:
+        return f"{taint.key}={taint.value}:{taint.effect}"
+    return f"{taint.key}:{taint.effect}"
+
+
+def taint_object(taint: TaintLike) -> dict[str, Any]:
+    """The core/v1 Taint (a Node's spec.taints item, a Kueue flavor's nodeTaints item)."""
+    out: dict[str, Any] = {"key": taint.key}
+    if taint.value is not None:
+        out["value"] = taint.value
+    out["effect"] = taint.effect
+    return out
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None  # None or empty: every key (with Exists)
+    operator: str  # Equal | Exists
+    value: str | None
+    effect: str | None  # None or empty: every effect
+
+    def tolerates(self, taint: TaintLike) -> bool:
+        """core/v1 ToleratesTaint: an empty effect or key matches any; Exists ignores the value."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.operator == "Equal" and (self.value or "") == (taint.value or "")
+
+    def as_object(self) -> dict[str, Any]:
+        """The core/v1 Toleration, fields in the order kubectl shows them."""
+        out: dict[str, Any] = {}
+        if self.key is not None:
+            out["key"] = self.key
+        out["operator"] = self.operator
+        if self.value is not None:
+            out["value"] = self.value
+        if self.effect is not None:
+            out["effect"] = self.effect
+        return out
+
+
+def toleration_for(taint: TaintLike) -> Toleration:
+    """What gpustack gives a pod of the taint's pool: exactly this taint, its value too where it has one."""
+    if taint.value is None:
+        return Toleration(taint.key, "Exists", None, taint.effect)
+    return Toleration(taint.key, "Equal", taint.value, taint.effect)
+
+
+def read_toleration(raw: Mapping[str, Any]) -> Toleration | None:
+    """A toleration as a manifest writes it; None where a field is not a string (the API server refuses those, so
+    it tolerates nothing)."""
+    fields = {name: raw.get(name) for name in ("key", "operator", "value", "effect")}
+    if any(value is not None and not isinstance(value, str) for value in fields.values()):
+        return None
+    return Toleration(fields["key"], fields["operator"] or "Equal", fields["value"], fields["effect"])

@@ -1,0 +1,209 @@
+"""Write docs/codes/GSnnn.md, one page per diagnostic code, from gpustack/codes.py.
+
+Each page says what triggers the code, shows it on a real blueprint from tests/cases (the output
+gpustack prints today), and how to fix it. Run `python scripts/code_docs.py` after changing
+codes.py or a message; tests/test_code_docs.py fails while a page is stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gpustack.codes import CODES, DOCS_FOLDER, EXPLANATIONS, docs_page  # noqa: E402
+from gpustack.compile import compile_blueprint  # noqa: E402
+from gpustack.diagnostic import Diagnostic, DiagnosticError, Span  # noqa: E402
+from gpustack.load import MAX_BYTES  # noqa: E402
+from gpustack.report import format_diagnostic  # noqa: E402
+from gpustack.validation import Validation, validate_path, validate_text  # noqa: E402
+from gpustack.write import write_directory  # noqa: E402
+
+# Where to look for a real example, in this order: the first file that produces the code wins.
+EXAMPLE_FOLDERS = ("tests/cases/invalid", "tests/cases/schema", "tests/cases/load", "tests/cases/admission/blueprints")
+STAGES = {
+    "0": ("loading the YAML", "gpustack/load.py"),
+    "02": (
+        "reading a cluster snapshot (`import`, `drift`, `simulate --cluster`)",
+        "gpustack/snapshot.py, gpustack/importer.py",
+    ),
+    "1": ("the blueprint's shape (JSON Schema)", "gpustack/schema.py, gpustack/data/blueprint.schema.json"),
+    "2": ("names and references", "gpustack/checks/references.py"),
+    "3": ("hardware", "gpustack/checks/hardware.py"),
+    "4": ("sharing", "gpustack/checks/sharing.py"),
+    "42": ("DRA pools (`allocation: dra`)", "gpustack/checks/dra.py"),
+    "5": ("tenancy", "gpustack/checks/tenancy.py"),
+    "6": ("workloads", "gpustack/checks/workloads.py"),
+    "7": ("isolation", "gpustack/checks/isolation.py"),
+    "8": ("cluster settings", "gpustack/checks/cluster.py"),
+    "9": ("writing the output", "gpustack/write.py"),
+    "95": ("planning a rollout", "gpustack/rollout/"),
+}
+
+
+def _relative(text: str) -> str:
+    return text.replace(str(REPO) + "/", "")
+
+
+def _lines_of(result: Validation) -> dict[str, list[str]]:
+    return {result.file: result.document.text.splitlines()} if result.document is not None else {}
+
+
+def _shown(diagnostic: Diagnostic, lines: dict[str, list[str]]) -> str:
+    def lookup(file: str, line: int) -> str:
+        text = lines.get(file, [])
+        return text[line - 1] if 0 < line <= len(text) else ""
+
+    return _relative(format_diagnostic(diagnostic, lookup))
+
+
+def _case_examples() -> Iterator[tuple[str, str, str, str]]:
+    """(code, case file, command, printed diagnostic) for every diagnostic the cases produce."""
+    for folder in EXAMPLE_FOLDERS:
+        for case in sorted((REPO / folder).glob("*.yaml")):
+            file = case.relative_to(REPO).as_posix()
+            result = validate_path(case)
+            for diagnostic in result.diagnostics:
+                yield diagnostic.code, file, "validate", _shown(diagnostic, _lines_of(result))
+            if result.ok and result.blueprint is not None:
+                for diagnostic in compile_blueprint(result.blueprint).diagnostics:
+                    yield diagnostic.code, file, "compile", _shown(diagnostic, _lines_of(result))
+
+
+def _made_examples() -> Iterator[tuple[str, str, str, str]]:
+    """Codes no blueprint can show: a missing file, a huge file, an output directory gpustack did not write."""
+    missing = validate_path("no-such-blueprint.yaml")
+    yield "GS001", "", "validate no-such-blueprint.yaml", _shown(missing.diagnostics[0], {})
+    huge = validate_text("#" * (MAX_BYTES + 1), "huge.yaml")
+    yield "GS002", "", "validate huge.yaml", _shown(huge.diagnostics[0], {})
+    quickstart = validate_path(REPO / "blueprints" / "quickstart.yaml")
+    assert quickstart.blueprint is not None
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "notes.txt").write_text("mine\n", encoding="utf-8")
+        try:
+            write_directory(compile_blueprint(quickstart.blueprint), folder)
+        except DiagnosticError as error:
+            text = _shown(error.diagnostics[0], {}).replace(folder, "out")
+            yield "GS901", "", "compile blueprints/quickstart.yaml -d out", text
+    yield from _rollout_example()
+    yield from _import_examples()
+
+
+def _import_examples() -> Iterator[tuple[str, str, str, str]]:
+    """GS020-GS023 come from `gpustack import SNAPSHOT`, on the snapshots under tests/cases/import."""
+    from gpustack.importer import import_snapshot
+    from gpustack.snapshot import read_snapshot
+
+    for case in sorted((REPO / "tests" / "cases" / "import").rglob("*.yaml")):
+        file = case.relative_to(REPO).as_posix()
+        try:
+            snapshot = read_snapshot(str(case))
+        except DiagnosticError as error:
+            diagnostics, lines = error.diagnostics, {file: case.read_text(encoding="utf-8").splitlines()}
+        else:
+            diagnostics = import_snapshot(snapshot, case.stem).diagnostics
+            lines = {file: snapshot.document.text.splitlines()} if snapshot.document is not None else {}
+        for diagnostic in diagnostics:
+            shown = _shown(dataclasses.replace(diagnostic, span=_relative_span(diagnostic)), lines)
+            yield diagnostic.code, "", f"import {file}", shown
+
+
+def _relative_span(diagnostic: Diagnostic) -> Span | None:
+    span = diagnostic.span
+    return span if span is None else dataclasses.replace(span, file=_relative(span.file))
+
+
+def _rollout_example() -> Iterator[tuple[str, str, str, str]]:
+    """GS951 needs two blueprints: the rollout case whose new version renames a pool's resource."""
+    from gpustack.review.loading import side_from_file
+    from gpustack.rollout.planner import plan_rollout
+
+    case = REPO / "tests" / "cases" / "rollout" / "resource-rename"
+    before, after = side_from_file(str(case / "old.yaml")), side_from_file(str(case / "new.yaml"))
+    assert before.snapshot is not None and after.snapshot is not None and after.validation is not None
+    document = after.validation.document
+    assert document is not None
+    plan = plan_rollout(before.snapshot, after.snapshot, None, document.span)
+    lines = _lines_of(after.validation)
+    for refusal in plan.refusals:
+        command = "rollout tests/cases/rollout/resource-rename/old.yaml tests/cases/rollout/resource-rename/new.yaml"
+        yield refusal.code, "", command, _shown(refusal, lines)
+
+
+def examples() -> dict[str, tuple[str, str, str]]:
+    found: dict[str, tuple[str, str, str]] = {}
+    for code, file, command, text in [*_case_examples(), *_made_examples()]:
+        found.setdefault(code, (file, command, text))
+    return found
+
+
+def render_page(code: str, example: tuple[str, str, str] | None) -> str:
+    trigger, fix = EXPLANATIONS[code]
+    stage, module = STAGES.get(code[2:4]) or STAGES[code[2]]
+    lines = [
+        f"# {code}: {CODES[code]}",
+        "",
+        f"Stage: {stage} (`{module}`).",
+        "",
+        "## What triggers it",
+        "",
+        trigger,
+        "",
+        "## Example",
+        "",
+    ]
+    if example is None:
+        lines += ["No shipped blueprint shows this code yet.", ""]
+    else:
+        file, command, text = example
+        shown = f"gpustack {command} {file}" if file else f"gpustack {command}"
+        shown += " -d out" if command == "compile" and file else ""
+        if file:
+            lines += [f"From [`{file}`](../../{file}):", ""]
+        lines += ["```text", f"$ {shown}", text, "```", ""]
+    lines += ["## The fix", "", fix, "", "All codes: [the index](README.md).", ""]
+    return "\n".join(lines)
+
+
+def render_index() -> str:
+    lines = [
+        "# Diagnostic codes",
+        "",
+        "Every problem gpustack reports carries a code; each page says what triggers it, shows it on a",
+        "blueprint and how to fix it. Generated by `python scripts/code_docs.py` from `gpustack/codes.py`.",
+        "",
+        "| code | what it means |",
+        "|---|---|",
+    ]
+    lines += [f"| [{code}]({code}.md) | {summary} |" for code, summary in sorted(CODES.items())]
+    return "\n".join(lines) + "\n"
+
+
+def render_pages() -> dict[str, str]:
+    """Relative path -> text for every page under docs/codes/."""
+    found = examples()
+    pages = {docs_page(code): render_page(code, found.get(code)) for code in sorted(CODES)}
+    pages[f"{DOCS_FOLDER}/README.md"] = render_index()
+    return pages
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    folder = REPO / DOCS_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = render_pages()
+    for stale in folder.glob("*.md"):
+        if f"{DOCS_FOLDER}/{stale.name}" not in pages:
+            stale.unlink()
+    for path, text in pages.items():
+        (REPO / path).write_text(text, encoding="utf-8")
+    print(f"wrote {len(pages)} pages to {DOCS_FOLDER}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
