@@ -13,9 +13,11 @@ from gpustack import defaults as d
 from gpustack.defaults import value_or_default as get
 from gpustack.diagnostic import JsonPath
 from gpustack.model import (
+    Allocation,
     Blueprint,
     DevicePlugin,
     DevicePluginFlags,
+    DraSettings,
     GpuNeed,
     GpuOperator,
     GpuRef,
@@ -67,8 +69,18 @@ def build_blueprint(data: Data, source: str = "<blueprint>") -> Blueprint:
         hami=_hami(spec.get("hami", {})),
         kueue=_kueue(spec.get("kueue", {})),
         volcano=_volcano(spec.get("volcano", {})),
+        dra=_dra(spec.get("dra", {})),
         stack=Stack(get(spec, d.SPEC, "stack")),
         gpu_operator=_gpu_operator(spec.get("gpuOperator", {})),
+    )
+
+
+def _dra(data: Data) -> DraSettings:
+    return DraSettings(
+        api_version=data.get("apiVersion"),
+        chart_version=get(data, d.DRA, "chartVersion"),
+        namespace=get(data, d.DRA, "namespace"),
+        nvidia_driver_root=get(data, d.DRA, "nvidiaDriverRoot"),
     )
 
 
@@ -164,6 +176,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),
         description=data.get("description"),
         path=path,
+        allocation=Allocation(get(data, d.NODE_POOL, "allocation")),
         max_pods=data.get("maxPods"),
         cordoned=tuple(data.get("cordoned", ())),
         selector=None if "selector" not in data else _selector(data["selector"], (*path, "selector")),

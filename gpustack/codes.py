@@ -53,6 +53,11 @@ CODES: dict[str, str] = {
     "GS406": "a pool sets a label gpustack or the kubelet owns",
     "GS407": "a pool sets a label GPU Feature Discovery writes (and overwrites)",
     "GS409": "HAMi pools with different HAMi settings",
+    "GS420": "a DRA pool with sharing the NVIDIA DRA driver cannot give to separate pods",
+    "GS421": "a node in a DRA pool and in a pool a device plugin serves",
+    "GS422": "DRA's resource.k8s.io API version is not served at the blueprint's Kubernetes version",
+    "GS423": "DRA through a beta resource.k8s.io API (explicit opt-in before Kubernetes 1.34)",
+    "GS424": "a DRA pool used through Kueue, Volcano or a VolcanoJob, which count extended resources",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
     "GS501": "a tenant quota above what the pool has",
     "GS502": "a quota on a resource the pool does not advertise",
@@ -243,6 +248,36 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     "GS409": (
         "HAMi pools with different HAMi settings: gpustack installs one HAMi release, which takes one value.",
         "Give every HAMi pool the same settings.",
+    ),
+    "GS420": (
+        "A pool with `allocation: dra` uses time-slicing, MPS or HAMi sharing. The NVIDIA DRA driver shares a GPU "
+        "only between the containers of one claim, so replicas of a GPU cannot be handed to separate pods.",
+        "Use `sharing: none` or `mig` (pre-made MIG devices) on the DRA pool, or keep the pool on "
+        "`allocation: device-plugin`.",
+    ),
+    "GS421": (
+        "A node is listed in a DRA pool and in a pool a device plugin (NVIDIA's or HAMi's) serves. The DRA driver "
+        "and the plugin would both hand out its GPUs, so pods of each could get the same GPU.",
+        "List each node in one pool only; to change a node's allocation, move it from one pool to the other.",
+    ),
+    "GS422": (
+        "The blueprint's Kubernetes version does not serve the resource.k8s.io API its DRA objects need: "
+        "resource.k8s.io/v1 arrives in 1.34, v1beta2 in 1.33, v1beta1 in 1.32.",
+        "Target Kubernetes 1.34 or newer, or opt in to a beta API served at your version with `spec.dra.apiVersion`, "
+        "or keep the pools on `allocation: device-plugin`.",
+    ),
+    "GS423": (
+        "A warning: DRA objects use a beta resource.k8s.io API (`spec.dra.apiVersion`). Before 1.34 DRA is off "
+        "unless its feature gate and API are turned on everywhere; from 1.34 the betas are deprecated, and "
+        "DeviceClass `extendedResourceName` exists only in v1.",
+        "Target Kubernetes 1.34 or newer and drop `spec.dra.apiVersion` to use resource.k8s.io/v1.",
+    ),
+    "GS424": (
+        "A tenant that queues through Kueue or Volcano is granted a DRA pool, or a VolcanoJob runs on one. Their "
+        "quotas and gangs count extended resources, which a pod claiming devices does not request, so the queue "
+        "would admit without limit.",
+        "Give the tenant `scheduler: default` on DRA pools (its quota becomes device counts per DeviceClass in a "
+        "ResourceQuota), use a Job instead of a VolcanoJob, or keep the pool on `allocation: device-plugin`.",
     ),
     "GS501": ("A tenant's quota on a pool is more than the pool has.", "Lower the quota, or add nodes to the pool."),
     "GS502": (

@@ -15,7 +15,17 @@ from typing import Any, TypeVar
 
 from gpustack.catalog import Catalog, GpuModel
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
-from gpustack.model import Blueprint, NodePool, Scheduler, SharingStrategy, Stack, Tenant, Workload, amounts_for
+from gpustack.model import (
+    Allocation,
+    Blueprint,
+    NodePool,
+    Scheduler,
+    SharingStrategy,
+    Stack,
+    Tenant,
+    Workload,
+    amounts_for,
+)
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, full_resource_name, offer_for, pool_offers
 from gpustack.quantity import GIB, parse_quantity
@@ -173,6 +183,8 @@ class Context:
             names = {"kube-system", blueprint.device_plugin.namespace, blueprint.mig_manager.namespace}
         if any(pool.sharing.strategy is SharingStrategy.HAMI for pool in blueprint.pools):
             names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
+        if any(pool.allocation is Allocation.DRA for pool in blueprint.pools):
+            names.add(blueprint.dra.namespace)  # the DRA driver's kubelet plugin runs there, on the DRA pools
         return tuple(sorted(names))
 
     @cached_property

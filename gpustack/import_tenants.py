@@ -2,7 +2,9 @@
 
 A quota's `requests.nvidia.com/<resource>` goes to the pools whose nodes advertise that resource, split in
 node order when several do and capped at what they have (a quota above the pool is an error in a blueprint);
-every such choice is returned as a guess for the importer to write as a comment.
+every such choice is returned as a guess for the importer to write as a comment. A DRA pool advertises no
+extended resource: its quota is read from gpustack's device-class quota (`<unit>.<pool>.gpustack.io` devices),
+and taken off the same unit's `requests.nvidia.com/` quota, which gpustack writes for DRA pools too.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpustack.dra import CLASS_SUFFIX, load_facts
 from gpustack.model import PRIORITY_VALUES
-from gpustack.names import TENANT_LABEL, priority_class_name
+from gpustack.names import POOL_LABEL, TENANT_LABEL, priority_class_name
 from gpustack.quantity import parse_quantity
 from gpustack.snapshot import Snapshot
 
@@ -39,6 +42,7 @@ def infer_tenants(
     """
     labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
     per_namespace: dict[str, dict[str, int]] = {}
+    devices = _device_quotas(snapshot, pool_nodes)
     for found in snapshot.quotas:
         if not _is_tenant_namespace(found.namespace):
             continue
@@ -47,6 +51,12 @@ def infer_tenants(
                 resource = key.removeprefix("requests.")
                 largest = per_namespace.setdefault(found.namespace, {})
                 largest[resource] = max(largest.get(resource, 0), int(parse_quantity(written)))
+    for namespace, granted in devices.items():
+        largest = per_namespace.setdefault(namespace, {})
+        for (_pool, unit), amount in granted.items():  # the DRA pools' share of the extended-resource quota
+            resource = f"nvidia.com/{unit}"
+            if resource in largest:
+                largest[resource] = max(largest[resource] - amount, 0)
     grouped: dict[str, list[str]] = {}
     for namespace in sorted(per_namespace):
         label = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
@@ -70,7 +80,12 @@ def infer_tenants(
                     )
                 hard[resource] = max(hard.get(resource, 0), amount)
         quota: dict[str, dict[str, int]] = {}
+        for namespace in namespaces:
+            for (pool, unit), amount in sorted(devices.get(namespace, {}).items()):
+                quota.setdefault(pool, {})[unit] = max(quota.get(pool, {}).get(unit, 0), amount)
         for resource, amount in sorted(hard.items()):
+            if amount == 0:
+                continue
             holders = [p for p in advertised if resource in advertised[p]]
             used = [p for p in holders if p in _pools_in_use(snapshot, namespaces, pool_nodes)]
             holders = used or holders
@@ -100,6 +115,31 @@ def infer_tenants(
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
         tenants.append({**tenant, "quota": quota})
     return tenants, notes
+
+
+def _device_quotas(snapshot: Snapshot, pool_nodes: dict[str, set[str]]) -> dict[str, dict[tuple[str, str], int]]:
+    """namespace -> (imported pool, unit) -> devices, from gpustack's DRA device-class quotas above 0."""
+    suffix = f".{CLASS_SUFFIX}{load_facts().quota_suffix}"
+    # The class names the pool as gpustack called it; the nodes' pool label says which imported pool that is.
+    node_pool = {node: pool for pool, nodes in pool_nodes.items() for node in nodes}
+    renamed = {
+        label: node_pool[node.name]
+        for node in snapshot.nodes
+        if (label := node.label(POOL_LABEL)) is not None and node.name in node_pool
+    }
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for quota in snapshot.quotas:
+        if not _is_tenant_namespace(quota.namespace):
+            continue
+        for key, amount in quota.hard:
+            if not key.endswith(suffix):
+                continue
+            unit, _, pool = key.removesuffix(suffix).rpartition(".")
+            count = int(parse_quantity(amount))
+            if count > 0 and pool in renamed and (unit == "gpu" or unit.startswith("mig-")):
+                unit = unit[: -len("-me")] + "+me" if unit.endswith("-me") else unit  # class_name's '+' -> '-'
+                out.setdefault(quota.namespace, {})[(renamed[pool], unit)] = count
+    return out
 
 
 def _pools_in_use(snapshot: Snapshot, namespaces: list[str], pool_nodes: dict[str, set[str]]) -> set[str]:

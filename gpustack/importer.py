@@ -32,7 +32,7 @@ from gpustack.cluster_labels import (
 )
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.import_tenants import dns_label, infer_tenants
-from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, OPERATOR_DEVICE_PLUGIN_LABEL
 from gpustack.quantity import parse_quantity
 from gpustack.snapshot import Snapshot, SnapshotNode, embedded_yaml
 from gpustack.yamlout import dump_yaml
@@ -57,6 +57,7 @@ class _Pool:
     unknown: bool = False
     name: str = ""
     provider: tuple[str, str] | None = None  # the provider's node-pool label: a selector pool
+    dra: bool = False  # the GPU Operator's plugin switched off on a non-HAMi node: the DRA driver's GPUs
 
     def advertised(self) -> dict[str, int]:
         """nvidia.com resource -> total allocatable over the pool's nodes."""
@@ -234,6 +235,10 @@ def _node_pool(
     model_name = model.key if model is not None else base
     if not product:
         guesses.append(f"gpu.model: no {PRODUCT} label on {node.name}")
+    # gpustack switches the operator's plugin off on HAMi pools (HAMi's label says so) and on DRA pools.
+    dra = node.label(OPERATOR_DEVICE_PLUGIN_LABEL) == "false" and sharing != {"strategy": "hami"}
+    if dra:
+        guesses.append(f"allocation: dra, since {OPERATOR_DEVICE_PLUGIN_LABEL}=false and no HAMi label")
     cloud = next(((key, node.label(key)) for key in CLOUD_POOL_LABELS if node.label(key)), None)
     provider = next(((key, value) for key in PROVIDER_POOL_LABELS if (value := node.label(key))), None)
     hint = (
@@ -249,6 +254,7 @@ def _node_pool(
         repr(sharing),
         node.label(MIG_CONFIG_LABEL),
         tuple(user_taints(node)),
+        dra,
     )
     return _Pool(
         key=key,
@@ -259,6 +265,7 @@ def _node_pool(
         guesses=guesses,
         unknown=model is None,
         provider=provider,
+        dra=dra,
     )
 
 
@@ -330,6 +337,8 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         note = f"cordoned now: {', '.join(cordoned)} (a selector pool names no nodes, so none is listed)"
         if note not in pool.guesses:
             pool.guesses.append(note)
+    if pool.dra:
+        data["allocation"] = "dra"
     if pool.sharing is not None and "unreadable-mig" not in pool.sharing:
         data["sharing"] = pool.sharing
     return data

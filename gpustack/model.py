@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from gpustack.defaults import (
     DEVICE_PLUGIN,
+    DRA,
     GPU_OPERATOR,
     HAMI_RELEASE,
     HAMI_SHARING,
@@ -50,6 +51,12 @@ DEFAULT_VOLCANO_QUEUE_WEIGHT: int = schema_default(TENANT_VOLCANO, "weight")
 DEFAULT_GPU_OPERATOR_CHART_VERSION: str = schema_default(GPU_OPERATOR, "chartVersion")
 DEFAULT_GPU_OPERATOR_REPOSITORY: str = schema_default(GPU_OPERATOR, "repository")
 DEFAULT_GPU_OPERATOR_NAMESPACE: str = schema_default(GPU_OPERATOR, "namespace")
+# The NVIDIA DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1, 2026-06-30: the newest published
+# chart), an OCI chart on registry.k8s.io; the chart refuses the `default` namespace.
+DEFAULT_DRA_CHART_VERSION: str = schema_default(DRA, "chartVersion")
+DRA_CHART_REPOSITORY = "oci://registry.k8s.io/dra-driver-nvidia/charts"
+DEFAULT_DRA_NAMESPACE: str = schema_default(DRA, "namespace")
+DEFAULT_DRA_DRIVER_ROOT: str = schema_default(DRA, "nvidiaDriverRoot")
 
 
 class Stack(StrEnum):
@@ -65,6 +72,13 @@ class SharingStrategy(StrEnum):
     MPS = "mps"
     MIG = "mig"
     HAMI = "hami"
+
+
+class Allocation(StrEnum):
+    """How a pool's GPUs reach pods: extended resources from a device plugin, or DRA claims."""
+
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
 
 
 class MigStrategy(StrEnum):
@@ -168,6 +182,17 @@ class VolcanoSettings:
     chart_version: str = DEFAULT_VOLCANO_CHART_VERSION
     namespace: str = DEFAULT_VOLCANO_NAMESPACE
     path: JsonPath = ("spec", "volcano")
+
+
+@dataclass(frozen=True)
+class DraSettings:
+    """The NVIDIA DRA driver's Helm release and the resource.k8s.io version, for pools with allocation: dra."""
+
+    api_version: str | None = None  # None: resource.k8s.io/v1; an older one only as an explicit opt-in
+    chart_version: str = DEFAULT_DRA_CHART_VERSION
+    namespace: str = DEFAULT_DRA_NAMESPACE
+    nvidia_driver_root: str = DEFAULT_DRA_DRIVER_ROOT
+    path: JsonPath = ("spec", "dra")
 
 
 @dataclass(frozen=True)
@@ -277,6 +302,7 @@ class NodePool:
     node_resources: NodeResources | None
     description: str | None
     path: JsonPath
+    allocation: Allocation = Allocation.DEVICE_PLUGIN
     max_pods: int | None = None  # the kubelet's maxPods (None: its default)
     cordoned: tuple[str, ...] = ()  # nodes with spec.unschedulable, for simulate
     selector: NodeSelector | None = None  # selector pools: nodes chosen by labels their provider sets
@@ -440,6 +466,7 @@ class Blueprint:
     hami: HamiSettings = field(default_factory=HamiSettings)
     kueue: KueueSettings = field(default_factory=KueueSettings)
     volcano: VolcanoSettings = field(default_factory=VolcanoSettings)
+    dra: DraSettings = field(default_factory=DraSettings)
     stack: Stack = Stack.GPU_OPERATOR
     gpu_operator: GpuOperator = field(default_factory=GpuOperator)
 

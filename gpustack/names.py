@@ -52,3 +52,5 @@ DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG
 GPU_ONLY_ENV = ("NVIDIA_DRIVER_CAPABILITIES",)
 # The toolkit's volume-mounts device list strategy reads container mounts under this folder as device requests.
 DEVICE_MOUNT_ROOT = "/var/run/nvidia-container-devices"
+# The GPU Operator deploys its device plugin wherever this label is not "false"; it fills in only missing values.
+OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"

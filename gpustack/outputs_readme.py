@@ -25,6 +25,8 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "admission": "admission policies that keep tenants on their pools",
     "kueue": "Kueue queues and flavors",
     "volcano": "Volcano queues",
+    "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
+    "dra-admission": "admission policies that keep tenants' DRA claims on their own pools' DeviceClasses",
 }
 
 
@@ -53,6 +55,7 @@ BEFORE_CHARTS = frozenset(
         "LimitRange",
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
+        "DeviceClass",  # DRA: a built-in, cluster-wide kind that claims name; Pulumi's cluster stage holds it too
     }
 )
 

@@ -130,7 +130,8 @@ def api_group(api_version: str) -> str:
 def group_of(manifest: Manifest) -> str:
     """The ConfigGroup a (non-node) object belongs to: decided by its kind and API group alone."""
     builtin = api_group(str(manifest.obj["apiVersion"])) in BUILTIN_API_GROUPS
-    workload = KIND_RANK.get(manifest.kind, WORKLOAD_RANK) >= WORKLOAD_RANK
+    # A ResourceClaimTemplate is applied just before its workload (rank), in its workload's stage: it is the pod's.
+    workload = KIND_RANK.get(manifest.kind, WORKLOAD_RANK) >= WORKLOAD_RANK or manifest.kind == "ResourceClaimTemplate"
     if not builtin:
         return CUSTOM_WORKLOADS if workload else CUSTOM_RESOURCES
     if manifest.kind == "Namespace":

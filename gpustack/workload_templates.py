@@ -25,6 +25,7 @@ from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError
+from gpustack.dra import claim_problems
 from gpustack.load import MAX_BYTES, parse_document
 from gpustack.model import PRIORITY_VALUES, Scheduler, SharingStrategy, Workload
 from gpustack.names import (
@@ -110,6 +111,7 @@ def template_variables(ctx: Context, workload: Workload, requests: Requests, man
             "pool": workload.pool,
             "namespace": ctx.namespace_of(workload),
             "resources": {name: amount for name, amount in requests.items},
+            "resourceClaims": pod.get("resourceClaims", []),  # DRA pools: the pod's claim on its template
             "tolerations": pod.get("tolerations", []),
             "affinity": pod.get("affinity", {}),
             "labels": manifest["metadata"]["labels"],
@@ -437,6 +439,7 @@ def check_rendered(ctx: Context, workload: Workload, obj: Object) -> list[Diagno
         if not isinstance(spec, dict):
             continue
         problems = _toleration_problems(ctx, workload.pool, spec)
+        problems.extend(claim_problems(ctx, workload, spec))
         problems.extend(_pod_problems(ctx, workload, spec))
         gpu_pod = _requests_gpu(spec)
         for label, container in _containers(spec):
@@ -623,6 +626,8 @@ def _requests_gpu(spec: dict[str, Any]) -> bool:
     for _label, container in _containers(spec):
         resources = container.get("resources")
         resources = resources if isinstance(resources, dict) else {}
+        if isinstance(resources.get("claims"), list) and resources["claims"]:
+            return True  # a DRA pool's container gets its GPUs through the pod's claim, not an extended resource
         for side in ("requests", "limits"):
             amounts = resources.get(side)
             if isinstance(amounts, dict) and any(str(name).startswith(RESOURCE_PREFIX) for name in amounts):

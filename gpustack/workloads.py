@@ -18,6 +18,7 @@ from typing import Any
 
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
+from gpustack.dra import claim_devices, claim_template, is_dra
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
@@ -141,24 +142,30 @@ def workload_objects(
     namespace = ctx.namespace_of(workload)
     pod = pod_template(ctx, workload, pool, tenant, requests)
     queued = tenant is not None and tenant.scheduler is Scheduler.KUEUE
+    # A DRA pool's pods claim devices from a ResourceClaimTemplate, which goes before the workload.
+    template = claim_template(ctx, workload.name, namespace, pool.name, requests) if is_dra(pool) else None
+    if template is not None:  # labelled like the workload's other objects: its tenant owns it (review, admission)
+        template["metadata"]["labels"] = workload_labels(workload)
+    claims = [template] if template is not None else []
     if workload.kind is WorkloadKind.DEPLOYMENT:
         services = [service(workload, namespace)] if workload.serve is not None else []
-        return [*services, queue_label(deployment(workload, namespace, pod), queued=queued)]
+        return [*claims, *services, queue_label(deployment(workload, namespace, pod), queued=queued)]
     if workload.kind is WorkloadKind.STATEFUL_SET:
         return [
+            *claims,
             service(workload, namespace, headless=True),
             queue_label(stateful_set(workload, namespace, pod), queued=queued),
         ]
     if workload.kind is WorkloadKind.JOB:
-        return [queue_label(batch_job(workload, namespace, pod), queued=queued)]
+        return [*claims, queue_label(batch_job(workload, namespace, pod), queued=queued)]
     if workload.kind is WorkloadKind.JOB_SET:
-        return [queue_label(job_set(workload, namespace, pod), queued=queued)]
+        return [*claims, queue_label(job_set(workload, namespace, pod), queued=queued)]
     if workload.kind is WorkloadKind.LEADER_WORKER_SET:
         # The workers run the leader's pod without its port and probes: only the leader serves (vLLM, SGLang).
         worker = pod_template(ctx, workload, pool, tenant, requests, leader=False)
         services = [service(workload, namespace, leaders_only=True)] if workload.serve is not None else []
-        return [*services, queue_label(leader_worker_set(workload, namespace, pod, worker), queued=queued)]
-    return [volcano_job(workload, namespace, pod, tenant)]
+        return [*claims, *services, queue_label(leader_worker_set(workload, namespace, pod, worker), queued=queued)]
+    return [*claims, volcano_job(workload, namespace, pod, tenant)]
 
 
 def queue_label(obj: Object, *, queued: bool) -> Object:
@@ -362,6 +369,8 @@ def pod_template(
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
     spec["containers"] = [container(ctx, workload, pool, requests, leader=leader)]
+    if is_dra(pool):
+        claim_devices(spec, workload.name, requests)
     if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):

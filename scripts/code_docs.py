@@ -36,6 +36,7 @@ STAGES = {
     "2": ("names and references", "gpustack/checks/references.py"),
     "3": ("hardware", "gpustack/checks/hardware.py"),
     "4": ("sharing", "gpustack/checks/sharing.py"),
+    "42": ("DRA pools (`allocation: dra`)", "gpustack/checks/dra.py"),
     "5": ("tenancy", "gpustack/checks/tenancy.py"),
     "6": ("workloads", "gpustack/checks/workloads.py"),
     "7": ("isolation", "gpustack/checks/isolation.py"),

@@ -50,6 +50,11 @@ RESOURCES: dict[tuple[str, str], tuple[str, str, str]] = {
     ("batch.volcano.sh/v1alpha1", "Job"): ("batch.volcano.sh", "v1alpha1", "jobs"),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+    **{
+        (f"resource.k8s.io/{version}", kind): ("resource.k8s.io", version, resource)
+        for version in ("v1", "v1beta2", "v1beta1")
+        for kind, resource in (("ResourceClaim", "resourceclaims"), ("ResourceClaimTemplate", "resourceclaimtemplates"))
+    },
 }
 POLICY_KEYS = frozenset({"failurePolicy", "matchConstraints", "matchConditions", "variables", "validations"})
 MATCH_KEYS = frozenset({"resourceRules", "namespaceSelector", "objectSelector", "matchPolicy"})

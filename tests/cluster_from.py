@@ -79,8 +79,8 @@ def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
     for pool, name, labels, taints in _nodes(bp):
         model = load_catalog().resolve(pool.gpu.model) if pool.gpu is not None else None
         allocatable = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-        for offer in pool_offers(pool, model):
-            allocatable[offer.resource] = str(offer.per_node)
+        for offer in pool_offers(pool, model) if pool.allocation == "device-plugin" else ():
+            allocatable[offer.resource] = str(offer.per_node)  # a DRA node's GPUs are in ResourceSlices instead
         gfd = gfd_labels(bp, pool.name) if pool.gpu is not None else {}
         node: dict[str, Any] = {
             "apiVersion": "v1",
@@ -119,5 +119,5 @@ def _config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, An
     }
 
 
-def snapshot_text(bp: Blueprint) -> str:
-    return dump_yaml(snapshot_data(bp))
+def snapshot_text(bp: Blueprint, version: str = "v1.31.4") -> str:
+    return dump_yaml(snapshot_data(bp, version))

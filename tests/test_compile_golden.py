@@ -21,6 +21,7 @@ from gpustack.catalog import load_catalog
 from gpustack.cli import group
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
+from gpustack.dra import pool_classes
 from gpustack.mig import check_layout
 from gpustack.outputs import render_files
 from gpustack.plan import Plan
@@ -121,6 +122,19 @@ def test_seed_traps_cannot_happen(example: Path) -> None:
                 else [{"key": k, "operator": "In", "values": [v]} for k, v in pool.selector.match_labels]
             )
             assert terms["nodeSelectorTerms"] == [{"matchExpressions": expected}]
+            if pool.allocation == "dra":
+                # A DRA pod claims its devices from a template of its own namespace, on a class of its own pool,
+                # and asks for no extended resource the DRA node does not advertise.
+                [claim] = spec["resourceClaims"]
+                template = plan.find("ResourceClaimTemplate", claim["resourceClaimTemplateName"], manifest.namespace)
+                assert template is not None, manifest.key
+                [request] = template.obj["spec"]["spec"]["devices"]["requests"]
+                classes = {c.name for c in pool_classes(ctx, pool.name)}
+                assert request["exactly"]["deviceClassName"] in classes, manifest.key
+                for container in spec["containers"]:
+                    assert container["resources"]["claims"] == [{"name": claim["name"]}]
+                    assert not [r for r in container["resources"]["limits"] if r.startswith("nvidia.com/")]
+                continue
             for container in spec["containers"]:
                 limits = container["resources"]["limits"]
                 requests = container["resources"]["requests"]

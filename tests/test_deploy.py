@@ -388,7 +388,7 @@ def test_a_provider_passed_in_is_used_by_every_child(harness: Harness) -> None:
 
     def program() -> None:
         provider = Provider("k8s", context="gpu-cluster")
-        GpuCluster("gs", GpuClusterArgs(EXAMPLES[0], provider=provider))
+        GpuCluster("gs", GpuClusterArgs(BLUEPRINTS / "hami.yaml", provider=provider))
 
     harness.run(program)
     (provider,) = harness.of_type("pulumi:providers:kubernetes")

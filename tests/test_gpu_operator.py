@@ -227,6 +227,7 @@ CLUSTER_SCOPED = {
     "ResourceFlavor",
     "ClusterQueue",
     "Queue",
+    "DeviceClass",
 }
 EXISTING = {"default", "kube-system", "kube-public", "kube-node-lease"}
 

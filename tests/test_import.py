@@ -119,7 +119,9 @@ def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
     """blueprint -> compiled nodes (+ GFD's labels) -> import -> compile: each node gets the same labels and taints."""
     original = validate_path(BLUEPRINTS / name)
     assert original.blueprint is not None
-    snapshot = parse_snapshot(snapshot_text(original.blueprint), "cluster.yaml")
+    # Kubelets of the blueprint's own version (DRA's resource.k8s.io/v1 needs 1.34).
+    kubelet = f"v{original.blueprint.kubernetes_version}.0"
+    snapshot = parse_snapshot(snapshot_text(original.blueprint, kubelet), "cluster.yaml")
     result = import_snapshot(snapshot, "round-trip")
     assert result.diagnostics == ()
     check = validate_text(result.text, "imported.yaml")

@@ -24,6 +24,7 @@ EXPECTED_RISKS: dict[str, set[str]] = {
     "tenant-quota": {"quota-below-need", "tenant-access-lost"},
     "nodes-taints-chart": {"noexecute-taint", "node-moved", "device-plugin-chart", "workload-stranded"},
     "no-op": set(),
+    "allocation-dra": {"allocation-switched"},
 }
 
 

@@ -476,6 +476,42 @@ def test_rules_accept_an_absent_old_version(rule: Callable[[Snapshot, Snapshot],
     assert rule(empty_snapshot("absent"), snapshot(BASE, "a")) == []
 
 
+# allocation-switched
+
+
+def on_134(data: dict[str, Any]) -> None:
+    data["spec"]["kubernetes"]["version"] = "1.34"  # DRA's resource.k8s.io/v1
+
+
+def to_dra(name: str) -> Edit:
+    return lambda d: pool(d, name).__setitem__("allocation", "dra")
+
+
+def test_allocation_switched__fires_high_both_ways_with_the_pools_nodes_and_workloads() -> None:
+    risk = only(risks_after(on_134, to_dra("a100"), code="allocation-switched"))
+    assert risk.severity is Level.HIGH
+    assert (risk.pools, risk.nodes, risk.workloads) == (("a100",), ("a-a",), ("batch",))
+    assert "from device-plugin to dra" in risk.title
+    before = copy.deepcopy(BASE)
+    on_134(before)
+    to_dra("a100")(before)
+    after = copy.deepcopy(BASE)
+    on_134(after)
+    back = [r for r in assess_risks(snapshot(before, "b"), snapshot(after, "a")) if r.code == "allocation-switched"]
+    assert "from dra to device-plugin" in only(back).title
+
+
+def test_allocation_switched__silent_when_the_allocation_stays() -> None:
+    before = copy.deepcopy(BASE)
+    on_134(before)
+    to_dra("a100")(before)
+    after = copy.deepcopy(before)
+    after["spec"]["kubernetes"]["version"] = "1.36"
+    found = assess_risks(snapshot(before, "b"), snapshot(after, "a"))
+    assert [r for r in found if r.code == "allocation-switched"] == []
+    assert risks_after(on_134, code="allocation-switched") == []
+
+
 def test_base_absent__is_high_when_there_is_nothing_to_compare() -> None:
     [risk] = base_absent(empty_snapshot("main:bp.yaml (absent)"), snapshot(BASE, "a"))
     assert risk.severity is Level.HIGH and "main:bp.yaml (absent)" in risk.title

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from gpustack.catalog import Catalog
 from gpustack.checks import (
     cluster,
+    dra,
     hardware,
     isolation,
     references,
@@ -31,6 +32,7 @@ RULES: tuple[Rule, ...] = (
     *workloads.RULES,
     *isolation.RULES,
     *cluster.RULES,
+    *dra.RULES,
 )
 # Rules that render workload templates into the objects compile would write: they run only where RULES found no
 # error, since building those objects assumes a blueprint that holds together.

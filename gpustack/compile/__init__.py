@@ -9,6 +9,7 @@ from gpustack.catalog import Catalog, load_catalog
 from gpustack.compile import (
     admission,
     device_plugin,
+    dra,
     gpu_operator,
     hami,
     kueue,
@@ -36,6 +37,7 @@ FAMILIES: tuple[Family, ...] = (
     kueue.compile_kueue,
     volcano.compile_volcano,
     hami.compile_hami,
+    dra.compile_dra,
 )
 
 # Apply order: what others refer to comes first (namespaces before what lives in them,
@@ -47,12 +49,14 @@ KIND_RANK: dict[str, int] = {
     "ResourceQuota": 3,
     "LimitRange": 3,
     "Node": 4,
+    "DeviceClass": 4,
     "ValidatingAdmissionPolicy": 5,
     "ValidatingAdmissionPolicyBinding": 6,
     "ResourceFlavor": 7,
     "ClusterQueue": 8,
     "Queue": 8,
     "LocalQueue": 9,
+    "ResourceClaimTemplate": 9,
 }
 WORKLOAD_RANK = 10
 

@@ -253,6 +253,8 @@ variables.specs.map(s,
 
 
 # Any NVIDIA resource at a non-zero amount: what decides whether driver-capability env has a use.
+# A DRA pod's container gets its GPUs through `resources.claims` (its claims are held to granted classes by
+# admission/dra-claims.yaml), so a claim counts as a GPU request too.
 REQUESTS_ANY_GPU = f"""\
 variables.specs.exists(s,
   {_CONTAINERS}.exists(c,
@@ -261,6 +263,7 @@ variables.specs.exists(s,
         r.startsWith('nvidia.com/') && string(c.resources.requests[r]) != '0'))
       || (has(c.resources.limits) && c.resources.limits.exists(r,
         r.startsWith('nvidia.com/') && string(c.resources.limits[r]) != '0'))
+      || (has(c.resources.claims) && size(c.resources.claims) > 0)
     )
   )
 )"""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpustack.context import Context
-from gpustack.model import DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy, Stack
+from gpustack.model import Allocation, DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy, Stack
 from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
@@ -50,10 +50,13 @@ class NamedConfig:
 
 def served_pools(ctx: Context) -> list[NodePool]:
     """Pools the NVIDIA plugin runs on: every pool but HAMi's, whose own device plugin owns the GPUs there."""
+    # HAMi pools run HAMi's plugin and DRA pools the DRA driver: a second plugin there would hand out the same GPUs.
     return [
         pool
         for pool in ctx.blueprint.pools
-        if pool.gpu is not None and pool.sharing.strategy is not SharingStrategy.HAMI  # CPU-only pools: no plugin
+        if pool.gpu is not None  # CPU-only pools: no plugin
+        and pool.sharing.strategy is not SharingStrategy.HAMI
+        and pool.allocation is Allocation.DEVICE_PLUGIN
     ]
 
 

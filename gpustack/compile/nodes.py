@@ -22,8 +22,14 @@ import shlex
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
-from gpustack.model import NodePool, SharingStrategy, Stack
-from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, HAMI_NODE_LABELS, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.model import Allocation, NodePool, SharingStrategy, Stack
+from gpustack.names import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    HAMI_NODE_LABELS,
+    MIG_CONFIG_LABEL,
+    OPERATOR_DEVICE_PLUGIN_LABEL,
+    POOL_LABEL,
+)
 from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
 from gpustack.selection import describe_selection
 from gpustack.taints import taint_object, taint_text
@@ -35,8 +41,6 @@ NODES_FILE = "nodes/nodes.yaml"
 TAINTS_FILE = "nodes/taints.yaml"
 SCRIPT_FILE = "nodes/label-nodes.sh"
 VERIFY_FILE = "verify-nodes.sh"
-# The GPU Operator deploys its device plugin wherever this label is not "false"; it fills in only missing values.
-OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 
 
 def node_pool_file(pool: NodePool) -> str:
@@ -55,6 +59,9 @@ def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
         labels.update(HAMI_NODE_LABELS)
         if ctx.blueprint.stack is Stack.GPU_OPERATOR:
             labels[OPERATOR_DEVICE_PLUGIN_LABEL] = "false"  # HAMi's plugin owns these GPUs: never two plugins
+    elif pool.gpu is not None and pool.allocation is Allocation.DRA:
+        if ctx.blueprint.stack is Stack.GPU_OPERATOR:
+            labels[OPERATOR_DEVICE_PLUGIN_LABEL] = "false"  # the DRA driver owns these GPUs: never a plugin too
     elif pool.gpu is not None:  # a CPU-only pool has no device plugin to configure
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_key(ctx, pool)
     mig = mig_config_label(ctx, pool)

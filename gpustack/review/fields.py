@@ -9,7 +9,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from gpustack.model import Blueprint, DevicePluginFlags, NodePool, Sharing, SharingStrategy, Tenant, Workload
+from gpustack.model import (
+    Allocation,
+    Blueprint,
+    DevicePluginFlags,
+    NodePool,
+    Sharing,
+    SharingStrategy,
+    Tenant,
+    Workload,
+)
 from gpustack.selection import describe_selection
 from gpustack.taints import taint_text
 
@@ -63,6 +72,11 @@ def cluster_fields(blueprint: Blueprint) -> Fields:
     _put(fields, "hami.schedulerName", blueprint.hami.scheduler_name)
     _put(fields, "kueue.apiVersion", blueprint.kueue.api_version)
     _put(fields, "volcano.binpack", blueprint.volcano.binpack)
+    if any(pool.allocation is Allocation.DRA for pool in blueprint.pools):
+        _put(fields, "dra.apiVersion", blueprint.dra.api_version)
+        _put(fields, "dra.chartVersion", blueprint.dra.chart_version)
+        _put(fields, "dra.namespace", blueprint.dra.namespace)
+        _put(fields, "dra.nvidiaDriverRoot", blueprint.dra.nvidia_driver_root)
     return fields
 
 
@@ -103,6 +117,8 @@ def pool_fields(pool: NodePool) -> Fields:
         _put(fields, f"labels.{key}", value)
     _put(fields, "taints", [taint_text(t) for t in pool.taints] or None)
     _sharing(fields, pool.sharing)
+    if pool.allocation is Allocation.DRA:  # the default stays unlisted, so older reviews read as before
+        _put(fields, "allocation", str(pool.allocation))
     if pool.topology is not None:
         _put(fields, "topology.policy", pool.topology.policy)
         _put(fields, "topology.scope", pool.topology.scope)

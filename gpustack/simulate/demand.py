@@ -8,6 +8,7 @@ Pod names follow the controllers where they are deterministic (StatefulSet `name
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import math
@@ -18,6 +19,7 @@ from typing import Any
 
 from gpustack.diagnostic import JsonPath
 from gpustack.model import Blueprint, Workload
+from gpustack.simulate.claims import claimed_devices, templates_by_key, with_claims
 from gpustack.simulate.pods import PodShape, SpecError, parse_pod_spec
 from gpustack.simulate.scenario import RawPods, Scenario, WorkloadOverride
 
@@ -114,6 +116,7 @@ def build_demand(
     """`namespaces`: workload name -> namespace it runs in."""
     objects = list(objects)
     classes = priority_classes(objects)
+    templates = templates_by_key(objects)
     pods: list[Pod] = []
     gangs: dict[str, GangSpec] = {}
     skipped: list[tuple[Workload, str]] = []
@@ -131,7 +134,10 @@ def build_demand(
             # Stop one past the cap: 10**12 replicas must not be listed before they are counted.
             expanded = list(itertools.islice(_expand(obj, override, scale, gangs), MAX_PODS - len(pods) + 1))
             specs = {id(spec): spec for _, spec, _ in expanded}  # a workload's pods share one spec: parse it once
-            shapes = {key: parse_pod_spec(spec) for key, spec in specs.items()}
+            shapes = {
+                key: with_claims(parse_pod_spec(spec), claimed_devices(spec, namespace, templates))
+                for key, spec in specs.items()
+            }
         except (SpecError, KeyError, TypeError, ValueError) as error:  # a user template can render anything
             skipped.append((workload, f"its compiled object cannot be read as pods: {error}"))
             continue
@@ -143,6 +149,9 @@ def build_demand(
             pods.append(_pod(name, namespace, shapes[id(spec)], classes, source, gang, len(pods)))
     for raw in scenario.pods if scenario is not None else ():
         shape, source = parse_pod_spec(raw.spec), _raw_source(raw)  # the scenario loader has checked the spec
+        # A claim template the plan does not hold: the pod asks for no device gpustack knows.
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            shape = with_claims(shape, claimed_devices(raw.spec, raw.namespace, templates))
         if len(pods) + raw.replicas > MAX_PODS:
             raise TooManyPods(f"more than {MAX_PODS} pods to simulate (scenario pod '{raw.name}' adds {raw.replicas})")
         for index in range(raw.replicas):

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpustack.simulate.claims import is_claim
 from gpustack.simulate.cluster import NodeClass, Usage
 from gpustack.simulate.inventory import Node
-from gpustack.simulate.messages import AFFINITY_MISMATCH, TOO_MANY_PODS, UNSCHEDULABLE_NODE, KubeVersion, insufficient
+from gpustack.simulate.messages import (
+    AFFINITY_MISMATCH,
+    CLAIMS_UNALLOCATABLE,
+    TOO_MANY_PODS,
+    UNSCHEDULABLE_NODE,
+    KubeVersion,
+    insufficient,
+)
 from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, UNSCHEDULABLE_TAINT, PodShape, Taint
 
 VOLCANO_POD_NUMBER = "node(s) pod number exceeded"
@@ -77,12 +85,16 @@ def _pods_full(node_class: NodeClass, usage: Usage) -> bool:
 
 
 def resource_verdict(shape: PodShape, node_class: NodeClass, usage: Usage, version: KubeVersion) -> Verdict | None:
-    """NodeResourcesFit: `Too many pods` and one `Insufficient <resource>` per short resource."""
-    short, over = _short(shape, node_class, usage)
+    """NodeResourcesFit: `Too many pods` and one `Insufficient <resource>` per short resource; then, where that
+    passes, DynamicResources (the last filter) when the node's devices cannot satisfy the pod's claims."""
+    everything, over = _short(shape, node_class, usage)
+    short = [r for r in everything if not is_claim(r)]
     reasons = [TOO_MANY_PODS] if _pods_full(node_class, usage) else []
     reasons += [insufficient(r) for r in short]
     if not reasons:
-        return None
+        devices = tuple(r for r in everything if is_claim(r))
+        # The plugin's statusUnschedulable is UnschedulableAndUnresolvable: preemption is not tried for devices.
+        return Verdict("DynamicResources", (CLAIMS_UNALLOCATABLE,), True, short=devices) if devices else None
     return Verdict(
         "NodeResourcesFit", tuple(reasons), over and version.unresolvable_when_over_allocatable, short=tuple(short)
     )

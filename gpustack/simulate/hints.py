@@ -16,6 +16,7 @@ from gpustack.context import Context
 from gpustack.diagnostic import JsonPath
 from gpustack.model import NodePool, Tenant
 from gpustack.offers import RESOURCE_PREFIX
+from gpustack.simulate.claims import display_name
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import Verdict
@@ -239,17 +240,18 @@ def _resource_hint(
     fields = ("resources",)
     if total == 0:
         offered = sorted({r for p in pools for r, s in p.items() if s.total and r.startswith(RESOURCE_PREFIX)})
-        message = f"no node of {where} advertises {resource}; it offers {', '.join(offered) or 'no GPU resources'}"
+        offers = ", ".join(offered) or "no GPU resources"
+        message = f"no node of {where} advertises {display_name(resource)}; it offers {offers}"
         if resource.startswith(RESOURCE_PREFIX + "mig-") and pool is not None:
             profile = resource.removeprefix(RESOURCE_PREFIX + "mig-")
             message += _mig_note(profile, pool, context)
             return _where(pod, pool, message, fields, (*pool.path, "sharing"))
         return _where(pod, pool, message, fields, _gpu_path(pod))
     if quantity > largest:
-        message = f"one pod asks for {quantity} {resource}, but a node of {where} has only {largest}"
+        message = f"one pod asks for {quantity} {display_name(resource)}, but a node of {where} has only {largest}"
         return _where(pod, pool, message, fields, _gpu_path(pod))
     message = (
-        f"{where} has {total} {resource} and the pods placed there hold {used}; "
+        f"{where} has {total} {display_name(resource)} and the pods placed there hold {used}; "
         f"add nodes to {where} or run fewer pods of '{pod.workload}'"
     )
     return _where(pod, pool, message, fields, (*pool.path, "nodes") if pool is not None else ())

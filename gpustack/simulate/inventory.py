@@ -14,9 +14,11 @@ from typing import Any
 
 from gpustack.catalog import GpuModel
 from gpustack.context import Context
+from gpustack.dra import is_dra
 from gpustack.model import MigStrategy, NodePool, SharingStrategy
 from gpustack.offers import Offer
 from gpustack.quantity import parse_quantity
+from gpustack.simulate.claims import node_devices
 from gpustack.simulate.pods import CPU, MEMORY, PODS, Taint, amount
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -126,20 +128,24 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
         base = gfd_labels(pool, model, offers) if gfd and model is not None else {}
         own = {POOL_LABEL: pool.name, **dict(pool.labels)}
         pool_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+        # A DRA pool's GPUs are devices in ResourceSlices, not extended resources of the node.
+        capacity = (
+            {**allocatable(pool, ()), **node_devices(context, pool)} if is_dra(pool) else allocatable(pool, offers)
+        )
         if pool.selector is not None:
             # A selector pool's nodes are the provider's to create: as many as it may hold, named after the pool,
             # carrying what the selector matches and what nodes/<pool>.node-pool.yaml tells the provider to set.
             labels = {**base, **own, **selector_labels(pool)}
             for index in range(1, pool.node_count + 1):
                 name = f"{pool.name}-{index}"
-                nodes.append(Node(name, pool.name, {HOSTNAME: name, **labels}, pool_taints, allocatable(pool, offers)))
+                nodes.append(Node(name, pool.name, {HOSTNAME: name, **labels}, pool_taints, dict(capacity)))
             continue
         for name in pool.nodes:
             # Without compiled patches (a plan of other families only), the blueprint's own labels and taints.
             labels = {HOSTNAME: name, **base, **labels_of.get(name, own)}
             taints = taints_of.get(name, pool_taints if name not in labels_of else ())
             cordoned = name in pool.cordoned
-            nodes.append(Node(name, pool.name, labels, taints, allocatable(pool, offers), unschedulable=cordoned))
+            nodes.append(Node(name, pool.name, labels, taints, dict(capacity), unschedulable=cordoned))
     return tuple(nodes)
 
 

@@ -15,6 +15,8 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NO_CLAIMS = "no new claims to deallocate"
+STILL_NOT_SCHEDULABLE = "still not schedulable"  # DynamicResources PostFilter: the pod's claims hold nothing to free
+CLAIMS_UNALLOCATABLE = "cannot allocate all claims"  # DynamicResources Filter
 UNSCHEDULABLE_NODE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
@@ -103,11 +105,16 @@ def fit_error(nodes: int, reasons: Mapping[str, int], post_filter: str = "") -> 
     return message
 
 
-def post_filter(version: KubeVersion, preemption: str) -> str:
-    """What the PostFilter plugins add after the filter histogram; '' where the version adds nothing."""
+def post_filter(version: KubeVersion, preemption: str, *, claims: bool = False) -> str:
+    """What the PostFilter plugins add after the filter histogram; '' where the version adds nothing.
+
+    DynamicResources speaks first: `no new claims to deallocate` for a pod without claims, `still not schedulable`
+    for one whose claims are not allocated (nothing to deallocate either).
+    """
     if not version.preemption_part:
         return ""
-    parts = [NO_CLAIMS] if version.dra_post_filter else []
+    # A pod with claims runs only where DRA is on, so the plugin speaks even before 1.34 (beta, opted in).
+    parts = [STILL_NOT_SCHEDULABLE] if claims else [NO_CLAIMS] if version.dra_post_filter else []
     parts.append(f"preemption: {preemption}")
     return ", ".join(parts)
 

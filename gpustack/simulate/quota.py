@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpustack.simulate.claims import device_quota_key, is_claim
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.pods import CPU, MEMORY, amount
 
@@ -108,6 +109,9 @@ def pod_usage(pod: Pod) -> dict[str, int]:
     limits = dict(pod.shape.limits)
     usage = {"pods": 1, "count/pods": 1}
     for resource, value in requests.items():
+        if is_claim(resource):  # the pod's claim, created with it from its template, counts its devices per class
+            usage[device_quota_key(resource)] = usage.get(device_quota_key(resource), 0) + value
+            continue
         usage[f"requests.{resource}"] = value
         if resource in (CPU, MEMORY):
             usage[resource] = value

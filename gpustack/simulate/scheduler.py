@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import resource_verdict
@@ -71,7 +72,9 @@ def failed_scheduling(cluster: Cluster, pod: Pod, rejections: list[Rejection], v
         for reason in rejection.verdict.reasons:
             reasons[reason] += rejection.count
     preemption = _preemption(cluster, pod, rejections, version)
-    return fit_error(len(cluster.nodes), reasons, post_filter(version, preemption) if preemption is not None else "")
+    claims = holds_claims(pod.shape)
+    post = post_filter(version, preemption, claims=claims) if preemption is not None else ""
+    return fit_error(len(cluster.nodes), reasons, post)
 
 
 def _preemption(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str | None:

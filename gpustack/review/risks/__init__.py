@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpustack.review.risk import Risk
+from gpustack.review.risks.allocation import allocation_switched
 from gpustack.review.risks.gpus import (
     device_plugin_chart,
     gpu_stack,
@@ -39,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     tenant_access_lost,
     isolation_weakened,
     unit_memory_shrinks,
+    allocation_switched,
     object_escapes_tenant,
     base_absent,
 )
