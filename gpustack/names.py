@@ -52,3 +52,13 @@ DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG
 GPU_ONLY_ENV = ("NVIDIA_DRIVER_CAPABILITIES",)
 # The toolkit's volume-mounts device list strategy reads container mounts under this folder as device requests.
 DEVICE_MOUNT_ROOT = "/var/run/nvidia-container-devices"
+
+
+# Cloud node pools: the label each provider sets on every node of a node pool, valued with the pool's name.
+# gpustack names the provider's pool after the blueprint's pool, so a cloud pool's selector is this label.
+CLOUD_POOL_LABELS: dict[str, str] = {
+    "gke": "cloud.google.com/gke-nodepool",
+    "eks": "eks.amazonaws.com/nodegroup",
+    "aks": "kubernetes.azure.com/agentpool",
+    "karpenter": "karpenter.sh/nodepool",
+}

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 
 from gpustack.catalog import Catalog
 from gpustack.checks import (
+    cloud,
     cluster,
     hardware,
     isolation,
@@ -25,6 +26,7 @@ Rule = Callable[[Context], Iterable[Diagnostic]]
 RULES: tuple[Rule, ...] = (
     *references.RULES,
     *hardware.RULES,
+    *cloud.RULES,
     *sharing.RULES,
     *tenancy.RULES,
     *schedulers.RULES,
