@@ -195,6 +195,7 @@ def _cloud(data: Data, path: JsonPath) -> CloudPool:
         spot=get(data, d.CLOUD, "spot"),
         disk_gb=data.get("diskGb"),
         disk_type=data.get("diskType"),
+        node_class=get(data, d.CLOUD, "nodeClass"),
         path=path,
     )
 

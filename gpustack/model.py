@@ -274,6 +274,7 @@ class CloudPool:
     spot: bool
     disk_gb: int | None
     disk_type: str | None
+    node_class: str  # Karpenter's EC2NodeClass
     path: JsonPath
 
 

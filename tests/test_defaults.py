@@ -44,6 +44,7 @@ CHANGED: dict[tuple[str, str], tuple[Any, Read]] = {
         lambda b: (str(b.pools[0].sharing.strategy), b.pools[0].sharing.replication.replicas),
     ),
     (d.CLOUD, "spot"): (True, lambda b: b.pools[3].cloud.spot),
+    (d.CLOUD, "nodeClass"): ("gpu", lambda b: b.pools[3].cloud.node_class),
     (d.TOPOLOGY, "scope"): ("pod", lambda b: b.pools[0].topology.scope),
     (d.REPLICATED_SHARING, "renameByDefault"): (True, lambda b: b.pools[1].sharing.replication.rename_by_default),
     (d.REPLICATED_SHARING, "failRequestsGreaterThanOne"): (

@@ -25,8 +25,10 @@ def _hint(ctx: Context, pool: NodePool, provider: str) -> str:
     model = ctx.models.get(pool.name)
     counts = sorted({m.count for m in machines(provider) if model is not None and m.gpu == model.key})
     if counts:
-        return f"{provider} offers {model.key if model else ''} only {' or '.join(map(str, counts))} per machine: " \
+        return (
+            f"{provider} offers {model.key if model else ''} only {' or '.join(map(str, counts))} per machine: "
             "set gpu.count to one of those"
+        )
     return f"{provider} has no machine type with this GPU in gpustack's table; pick another gpu.model or provider"
 
 
