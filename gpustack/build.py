@@ -12,7 +12,6 @@ from typing import Any
 from gpustack import defaults as d
 from gpustack.defaults import value_or_default as get
 from gpustack.diagnostic import JsonPath
-from gpustack.names import CLOUD_POOL_LABELS
 from gpustack.model import (
     Blueprint,
     CloudPool,
@@ -50,6 +49,7 @@ from gpustack.model import (
     Workload,
     WorkloadKind,
 )
+from gpustack.names import CLOUD_POOL_LABELS
 
 Data = Mapping[str, Any]
 

@@ -23,6 +23,9 @@ from pulumi_kubernetes.provider import Provider
 from pulumi_kubernetes.yaml.v2 import ConfigGroup
 
 from gpustack.catalog import load_catalog
+from gpustack.compile.cloud import node_pool_specs
+from gpustack.context import Context
+from gpustack.deploy_cloud import CloudCluster, register_node_pool
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Blueprint
 from gpustack.plan import HelmRelease
@@ -52,6 +55,7 @@ __all__ = [
     "PATCH_FORCE_ANNOTATION",
     "TYPE",
     "BlueprintError",
+    "CloudCluster",
     "GpuCluster",
     "GpuClusterArgs",
     "deploy_plan",
@@ -101,6 +105,10 @@ class GpuClusterArgs:
     await_workloads: bool = True
     """Wait for Deployments, StatefulSets and Jobs to become ready. Off: `pulumi up` returns once they are
     accepted; useful when model downloads outlast pulumi-kubernetes' default 10-minute await."""
+    cloud: CloudCluster | None = None
+    """The cluster cloud pools join (its name, location, node role, subnets, resource group) and what they wait
+    for. None: every cloud pool's node pool is still registered, with only gpustack's inputs; Karpenter pools need
+    nothing more."""
 
 
 class GpuCluster(pulumi.ComponentResource):
@@ -116,6 +124,7 @@ class GpuCluster(pulumi.ComponentResource):
     charts: dict[str, Chart | helm_v3.Release]  # by release name; a Release where the chart needs hooks
     node_patches: dict[str, NodePatch]
     namespaces: dict[str, Namespace]
+    node_pools: dict[str, pulumi.Resource]  # by pool name: the provider's node pool or Karpenter NodePool
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Validate and compile before registering anything: an invalid blueprint leaves no half-made component.
@@ -141,6 +150,13 @@ class GpuCluster(pulumi.ComponentResource):
         options = RegistrationOptions(
             args.retain_node_labels_on_delete, args.object_field_manager, args.await_workloads
         )
+        # Node pools first and on their own: they depend on the cloud cluster, not on anything in it.
+        self.node_pools = {
+            spec.pool: register_node_pool(
+                f"{name}-node-pool-{spec.pool}", spec, args.cloud or CloudCluster(), self._cloud_opts
+            )
+            for spec in node_pool_specs(Context(loaded.blueprint, catalog))
+        }
         made: dict[str, pulumi.Resource] = {}
         for step in registrations(deploy, name, options):
             made[step.name] = self._register(step, [made[dependency] for dependency in step.depends_on])
@@ -204,6 +220,14 @@ class GpuCluster(pulumi.ComponentResource):
             depends_on=list(depends_on),
             retain_on_delete=retain_on_delete or None,
         )
+
+    def _cloud_opts(
+        self, depends_on: Sequence[pulumi.Resource], cloud_provider: pulumi.ProviderResource | None, kubernetes: bool
+    ) -> pulumi.ResourceOptions:
+        # A Karpenter NodePool is a Kubernetes object (the Kubernetes provider); a node pool takes the cloud's.
+        if kubernetes:
+            return self._custom_opts(depends_on)
+        return pulumi.ResourceOptions(parent=self, provider=cloud_provider, depends_on=list(depends_on))
 
     def _component_opts(self, depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
         providers = [self._args.provider] if self._args.provider is not None else None

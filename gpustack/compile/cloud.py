@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpustack.cloud import matching_machines, pool_machine
 from gpustack.cloud import machine_type as pool_machine_type
+from gpustack.cloud import matching_machines, pool_machine
 from gpustack.compile.mig import uses_mig
 from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
