@@ -25,7 +25,7 @@ from pulumi_kubernetes.yaml.v2 import ConfigGroup
 from gpustack.catalog import load_catalog
 from gpustack.compile.cloud import node_pool_specs
 from gpustack.context import Context
-from gpustack.deploy_cloud import CloudCluster, register_node_pool
+from gpustack.deploy_cloud import CloudCluster, register_node_pool, require_packages
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Blueprint
 from gpustack.plan import HelmRelease
@@ -143,6 +143,8 @@ class GpuCluster(pulumi.ComponentResource):
         if deploy.warnings:
             # Warnings do not stop `pulumi up`, as they do not stop `gpustack compile`; they show in its output.
             pulumi.log.warn(format_text(deploy.warnings, loaded.source_line))
+        node_pools = node_pool_specs(Context(loaded.blueprint, catalog))
+        require_packages(node_pools)
         super().__init__(TYPE, name, None, opts)
         self._args = args
 
@@ -155,7 +157,7 @@ class GpuCluster(pulumi.ComponentResource):
             spec.pool: register_node_pool(
                 f"{name}-node-pool-{spec.pool}", spec, args.cloud or CloudCluster(), self._cloud_opts
             )
-            for spec in node_pool_specs(Context(loaded.blueprint, catalog))
+            for spec in node_pools
         }
         made: dict[str, pulumi.Resource] = {}
         for step in registrations(deploy, name, options):

@@ -61,6 +61,13 @@ def _module(provider: str) -> Any:
         ) from None
 
 
+def require_packages(specs: Sequence[NodePoolSpec]) -> None:
+    """Import every provider package the specs need, before anything is registered: a missing one stops `pulumi up`
+    with the pip command, not halfway through the component."""
+    for provider in sorted({spec.provider for spec in specs} & set(EXTRAS)):
+        _module(provider)
+
+
 def cluster_inputs(spec: NodePoolSpec, target: CloudCluster) -> dict[str, Any]:
     """The inputs from the stack each provider's node pool needs beside gpustack's spec."""
     given = {
