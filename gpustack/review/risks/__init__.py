@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpustack.review.risk import Risk
+from gpustack.review.risks.cloud import cloud_pool_replaced
 from gpustack.review.risks.gpus import (
     device_plugin_chart,
     gpu_stack,
@@ -41,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     unit_memory_shrinks,
     object_escapes_tenant,
     base_absent,
+    cloud_pool_replaced,
 )
 
 
