@@ -280,3 +280,29 @@ def test_diff_flags_a_machine_type_change_as_replacing_the_node_pool_and_its_pod
     assert "node_config.machine_type" in risk.title and "evicted" in risk.message
     resized = blueprint(pool("gke", "L4", 1, "g2-standard-4", maxNodes=8), **more)
     assert not [r for r in assess_risks(Snapshot("old", old), Snapshot("new", resized)) if r.code.startswith("cloud")]
+
+
+def test_simulate_reports_pods_that_fit_only_after_an_autoscaled_pool_grows() -> None:
+    from gpustack.simulate import run_simulation
+    from gpustack.simulate.report import format_text, report_data
+
+    workload = {
+        "name": "svc",
+        "tenant": "t",
+        "pool": "gpus",
+        "kind": "Deployment",
+        "image": "x:1",
+        "replicas": 3,
+        "gpu": {"count": 1},
+    }
+    more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
+    bp = blueprint(pool("gke", "L4", 1, minNodes=1, maxNodes=3), **more)
+    objects = [m.obj for m in compile_blueprint(bp).objects]
+    simulation = run_simulation(bp, objects)
+    assert len(simulation.outcome.placed) == 3 and not simulation.outcome.pending  # at the most: all fit
+    assert len(simulation.after_scale_up) == 2  # the one node always there holds one
+    data = report_data(simulation, "bp.yaml")
+    assert data["summary"]["afterScaleUp"] == 2 and data["workloads"][0]["afterScaleUp"] == 2
+    assert "3/3 placed, 2 only after scale-up" in format_text(data)
+    fixed = blueprint(_fixed(pool("gke", "L4", 1), 3), **more)
+    assert run_simulation(fixed, [m.obj for m in compile_blueprint(fixed).objects]).after_scale_up == ()
