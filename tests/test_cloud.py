@@ -306,3 +306,12 @@ def test_simulate_reports_pods_that_fit_only_after_an_autoscaled_pool_grows() ->
     assert "3/3 placed, 2 only after scale-up" in format_text(data)
     fixed = blueprint(_fixed(pool("gke", "L4", 1), 3), **more)
     assert run_simulation(fixed, [m.obj for m in compile_blueprint(fixed).objects]).after_scale_up == ()
+
+
+def test_capacity_states_an_autoscaled_pools_gpus_at_min_and_at_max() -> None:
+    from gpustack.capacity import measure_capacity
+
+    bp = blueprint(pool("eks", "A10G", 4, minNodes=1, maxNodes=3))
+    [found] = measure_capacity(context(bp)).pools
+    assert found.selection.endswith("1 to 3 nodes (counted at the most; 4 GPU(s) at minNodes, 12 at maxNodes)")
+    assert found.physical_gpus == 12
