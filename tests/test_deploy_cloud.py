@@ -142,3 +142,30 @@ def test_a_missing_provider_package_is_named_with_its_extra(
     with pytest.raises(MissingCloudPackage, match=r"pip install 'gpustack\[gke\]'"):
         harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint)))
     assert harness.registrations() == []  # stopped before the component, not halfway through it
+
+
+STACKS = Path(__file__).resolve().parents[1] / "stacks"
+
+
+@pytest.mark.parametrize("provider", ["gke", "eks", "aks", "karpenter"])
+def test_each_providers_stack_provisions_its_blueprints_pools_with_its_config(
+    harness: Harness, clouds: None, provider: str
+) -> None:
+    import runpy
+
+    import yaml
+
+    from gpustack.validation import validate_path
+
+    config = yaml.safe_load((STACKS / f"Pulumi.{provider}.yaml").read_text(encoding="utf-8"))["config"]
+    pulumi.runtime.set_all_config({k: json.dumps(v) if isinstance(v, dict) else str(v) for k, v in config.items()})
+    harness.run(lambda: runpy.run_path(str(STACKS / "__main__.py"), run_name="__main__"))
+    blueprint = validate_path(STACKS / config["gpustack:blueprint"]).blueprint
+    assert blueprint is not None
+    made = harness.of_type(KARPENTER if provider == "karpenter" else TYPES[provider])
+    assert sorted(r.name for r in made) == sorted(f"gpustack-node-pool-{p.name}" for p in blueprint.pools)
+    cloud = config.get("gpustack:cloud", {})
+    for registration in made:
+        key = {"gke": "cluster", "eks": "cluster_name", "aks": "resource_name_"}.get(provider)
+        if key is not None:
+            assert registration.inputs[key] == cloud["cluster"]
