@@ -16,8 +16,7 @@ import pulumi
 import pytest
 from test_deploy import Harness, start_harness
 
-from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs
-from gpustack.deploy_cloud import MissingCloudPackage
+from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs, MissingCloudPackage
 
 TYPES = {
     "gke": "gcp:container/nodePool:NodePool",
