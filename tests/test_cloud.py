@@ -267,21 +267,6 @@ def test_replacing_changes_name_the_fields_that_recreate_the_node_pool() -> None
     assert replacing_changes(old, bigger, "gke") == []  # autoscaling changes in place
 
 
-def test_diff_flags_a_machine_type_change_as_replacing_the_node_pool_and_its_pods() -> None:
-    from gpustack.review.risks import assess_risks
-    from gpustack.review.snapshot import Snapshot
-
-    workload = {"name": "svc", "tenant": "t", "pool": "gpus", "kind": "Deployment", "image": "x:1", "gpu": {"count": 1}}
-    more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
-    old = blueprint(pool("gke", "L4", 1, "g2-standard-4"), **more)
-    new = blueprint(pool("gke", "L4", 1, "g2-standard-8"), **more)
-    [risk] = [r for r in assess_risks(Snapshot("old", old), Snapshot("new", new)) if r.code == "cloud-pool-replaced"]
-    assert str(risk.severity) == "high" and risk.pools == ("gpus",) and risk.workloads == ("svc",)
-    assert "node_config.machine_type" in risk.title and "evicted" in risk.message
-    resized = blueprint(pool("gke", "L4", 1, "g2-standard-4", maxNodes=8), **more)
-    assert not [r for r in assess_risks(Snapshot("old", old), Snapshot("new", resized)) if r.code.startswith("cloud")]
-
-
 def test_simulate_reports_pods_that_fit_only_after_an_autoscaled_pool_grows() -> None:
     from gpustack.simulate import run_simulation
     from gpustack.simulate.report import format_text, report_data
