@@ -15,6 +15,7 @@ from gpustack.diagnostic import JsonPath
 from gpustack.model import (
     Allocation,
     Blueprint,
+    CloudPool,
     DevicePlugin,
     DevicePluginFlags,
     DraSettings,
@@ -50,6 +51,7 @@ from gpustack.model import (
     Workload,
     WorkloadKind,
 )
+from gpustack.names import CLOUD_POOL_LABELS
 
 Data = Mapping[str, Any]
 
@@ -179,10 +181,35 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         allocation=Allocation(get(data, d.NODE_POOL, "allocation")),
         max_pods=data.get("maxPods"),
         cordoned=tuple(data.get("cordoned", ())),
-        selector=None if "selector" not in data else _selector(data["selector"], (*path, "selector")),
+        selector=_pool_selector(data, path),
         count=data.get("count"),
         min_nodes=data.get("minNodes"),
         max_nodes=data.get("maxNodes"),
+        cloud=None if "cloud" not in data else _cloud(data["cloud"], (*path, "cloud")),
+    )
+
+
+def _pool_selector(data: Data, path: JsonPath) -> NodeSelector | None:
+    # A cloud pool without a selector is selected by its provider's node-pool label: gpustack names the provider's
+    # pool after the blueprint's, so the label's value is the pool's name.
+    if "selector" in data:
+        return _selector(data["selector"], (*path, "selector"))
+    if "cloud" in data:
+        label = CLOUD_POOL_LABELS[data["cloud"]["provider"]]
+        return NodeSelector(((label, data["name"]),), (), (*path, "cloud", "provider"))
+    return None
+
+
+def _cloud(data: Data, path: JsonPath) -> CloudPool:
+    return CloudPool(
+        provider=data["provider"],
+        machine_type=data.get("machineType"),
+        zones=tuple(data.get("zones", ())),
+        spot=get(data, d.CLOUD, "spot"),
+        disk_gb=data.get("diskGb"),
+        disk_type=data.get("diskType"),
+        node_class=get(data, d.CLOUD, "nodeClass"),
+        path=path,
     )
 
 

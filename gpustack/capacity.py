@@ -170,7 +170,12 @@ def _sharing_setting(pool: NodePool) -> str:
 def _selection(pool: NodePool) -> str | None:
     if pool.selector is None:
         return None
-    scaled = f", {pool.guaranteed_nodes} to {pool.node_count} nodes (counted at the most)" if pool.count is None else ""
+    scaled = ""
+    if pool.count is None:
+        # Capacity at the least and at the most: quotas count on the most, pods beyond the least wait for a scale-up.
+        low, high = pool.guaranteed_nodes * pool.gpus_per_node, pool.node_count * pool.gpus_per_node
+        gpus = f"; {low} GPU(s) at minNodes, {high} at maxNodes" if pool.gpu is not None else ""
+        scaled = f", {pool.guaranteed_nodes} to {pool.node_count} nodes (counted at the most{gpus})"
     return f"nodes selected by {describe_selection(pool)}{scaled}"
 
 

@@ -44,6 +44,8 @@ CODES: dict[str, str] = {
     "GS304": "single MIG strategy with more than one profile",
     "GS305": "MIG groups that do not cover each GPU exactly once",
     "GS306": "GPU sharing on a CPU-only pool",
+    "GS307": "a cloud pool's machine type does not carry the pool's GPUs",
+    "GS308": "a cloud pool's selector does not select the nodes of its provider pool",
     # sharing (gpustack.checks.sharing)
     "GS401": "MPS combined with MIG",
     "GS402": "time-slicing or MPS with fewer than 2 replicas",
@@ -432,6 +434,17 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     "GS306": (
         "A pool without `gpu` (a CPU-only pool) sets a GPU sharing strategy.",
         "Remove `sharing` from the CPU-only pool, or give it a `gpu` block.",
+    ),
+    "GS307": (
+        "A pool's `cloud.machineType` is not a GPU machine type of its provider gpustack knows, or has another GPU "
+        "model or count than the pool's `gpu`; or the pool leaves machineType out and no machine type has its GPUs.",
+        "Pick a machine type from the hint (they carry exactly the pool's GPUs), fix `gpu`, or leave machineType out "
+        "and gpustack picks the smallest matching one (`gpustack/data/cloud-machines.yaml` lists them).",
+    ),
+    "GS308": (
+        "A cloud pool gives a `selector` that the nodes of its provider pool would not match: they carry the "
+        "provider's node-pool label valued with the pool's name, gpustack's pool label and the pool's labels.",
+        "Drop the selector (gpustack selects the provider's node-pool label), or select on one of those labels.",
     ),
     "GS705": (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "

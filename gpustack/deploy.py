@@ -5,17 +5,21 @@ This is the only gpustack module that imports pulumi or pulumi_kubernetes (the `
 own Pulumi programs both use it.
 
 What it registers, in what order and after what, is decided in `gpustack.registration` as plain data (see its
-docstring for the stages); this module only turns each `Registration` into its Pulumi resource.
+docstring for the stages); this module only turns each `Registration` into its Pulumi resource. Cloud pools
+(`gpustack.compile.cloud.node_pool_specs`) become their provider's node pool: pulumi-gcp, -aws or -azure-native
+(extras gke, eks, aks) imported only when a pool needs it, or a Karpenter NodePool through pulumi-kubernetes.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.core.v1 import Namespace, Node, NodePatch
 from pulumi_kubernetes.helm import v3 as helm_v3
 from pulumi_kubernetes.helm.v4 import Chart, RepositoryOptsArgs
@@ -23,6 +27,8 @@ from pulumi_kubernetes.provider import Provider
 from pulumi_kubernetes.yaml.v2 import ConfigGroup
 
 from gpustack.catalog import load_catalog
+from gpustack.compile.cloud import NodePoolSpec, node_pool_specs
+from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Blueprint
 from gpustack.plan import HelmRelease
@@ -52,8 +58,10 @@ __all__ = [
     "PATCH_FORCE_ANNOTATION",
     "TYPE",
     "BlueprintError",
+    "CloudCluster",
     "GpuCluster",
     "GpuClusterArgs",
+    "MissingCloudPackage",
     "deploy_plan",
     "group_of",
 ]
@@ -68,6 +76,97 @@ class BlueprintError(pulumi.RunError):
     def __init__(self, message: str, diagnostics: Sequence[Diagnostic]) -> None:
         super().__init__(message)
         self.diagnostics = tuple(diagnostics)
+
+
+# Cloud node pools: what to register is gpustack.compile.cloud's (pure data); the provider's package is imported
+# only when a pool uses it (extras gke, eks, aks), so Kubernetes-only programs never need one.
+EXTRAS = {
+    "gke": ("pulumi_gcp.container", "gke"),
+    "eks": ("pulumi_aws.eks", "eks"),
+    "aks": ("pulumi_azure_native.containerservice", "aks"),
+}
+
+
+class MissingCloudPackage(pulumi.RunError):
+    """A pool needs a provider package that is not installed: said as the pip command that installs it."""
+
+
+@dataclass(frozen=True)
+class CloudCluster:
+    """The cluster the cloud pools join, as the stack knows it (Pulumi inputs: strings or outputs)."""
+
+    cluster: Any = None
+    """GKE: the cluster's name or id; EKS: the cluster name; AKS: the managed cluster's name."""
+    location: Any = None
+    """GKE: the cluster's region or zone."""
+    project: Any = None
+    """GKE: the project (None: the provider's)."""
+    node_role_arn: Any = None
+    """EKS: the IAM role the nodes run as."""
+    subnet_ids: Any = None
+    """EKS: the subnets the node groups launch into."""
+    resource_group_name: Any = None
+    """AKS: the resource group of the managed cluster."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """What the node pools wait for: typically the cluster resource itself."""
+    provider: pulumi.ProviderResource | None = None
+    """The gcp, aws or azure-native provider (None: the default one)."""
+
+
+def _module(provider: str) -> Any:
+    name, extra = EXTRAS[provider]
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise MissingCloudPackage(
+            f"a {provider} pool needs {name.split('.')[0]}: pip install 'gpustack[{extra}]'"
+        ) from None
+
+
+def require_packages(specs: Sequence[NodePoolSpec]) -> None:
+    """Import every provider package the specs need, before anything is registered: a missing one stops `pulumi up`
+    with the pip command, not halfway through the component."""
+    for provider in sorted({spec.provider for spec in specs} & set(EXTRAS)):
+        _module(provider)
+
+
+def cluster_inputs(spec: NodePoolSpec, target: CloudCluster) -> dict[str, Any]:
+    """The inputs from the stack each provider's node pool needs beside gpustack's spec."""
+    given = {
+        "gke": {"cluster": target.cluster, "location": target.location, "project": target.project},
+        "eks": {"cluster_name": target.cluster, "node_role_arn": target.node_role_arn, "subnet_ids": target.subnet_ids},
+        "aks": {"resource_name_": target.cluster, "resource_group_name": target.resource_group_name},
+    }.get(spec.provider, {})
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def register_node_pool(
+    name: str, spec: NodePoolSpec, target: CloudCluster, opts: Callable[..., pulumi.ResourceOptions]
+) -> pulumi.Resource:
+    """One spec as its Pulumi resource, a child of the component."""
+    if spec.provider == "karpenter":
+        doc = spec.args
+        return CustomResource(
+            name,
+            api_version=doc["apiVersion"],
+            kind=doc["kind"],
+            metadata=doc["metadata"],
+            spec=doc["spec"],
+            opts=opts(target.depends_on, None, True),
+        )
+    module = _module(spec.provider)
+    resource: Callable[..., pulumi.Resource] = {
+        "gke": lambda: module.NodePool,
+        "eks": lambda: module.NodeGroup,
+        "aks": lambda: module.AgentPool,
+    }[spec.provider]()
+    options = opts(target.depends_on, target.provider, False)
+    if spec.provider == "eks" and "scaling_config" in spec.args:
+        # The cluster autoscaler moves desired_size; Pulumi must not set it back on every `up`.
+        options = pulumi.ResourceOptions.merge(
+            options, pulumi.ResourceOptions(ignore_changes=["scalingConfig.desiredSize"])
+        )
+    return resource(name, **spec.args, **cluster_inputs(spec, target), opts=options)
 
 
 @dataclass(frozen=True)
@@ -101,6 +200,10 @@ class GpuClusterArgs:
     await_workloads: bool = True
     """Wait for Deployments, StatefulSets and Jobs to become ready. Off: `pulumi up` returns once they are
     accepted; useful when model downloads outlast pulumi-kubernetes' default 10-minute await."""
+    cloud: CloudCluster | None = None
+    """The cluster cloud pools join (its name, location, node role, subnets, resource group) and what they wait
+    for. None: every cloud pool's node pool is still registered, with only gpustack's inputs; Karpenter pools need
+    nothing more."""
 
 
 class GpuCluster(pulumi.ComponentResource):
@@ -116,6 +219,7 @@ class GpuCluster(pulumi.ComponentResource):
     charts: dict[str, Chart | helm_v3.Release]  # by release name; a Release where the chart needs hooks
     node_patches: dict[str, NodePatch]
     namespaces: dict[str, Namespace]
+    node_pools: dict[str, pulumi.Resource]  # by pool name: the provider's node pool or Karpenter NodePool
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Validate and compile before registering anything: an invalid blueprint leaves no half-made component.
@@ -134,6 +238,8 @@ class GpuCluster(pulumi.ComponentResource):
         if deploy.warnings:
             # Warnings do not stop `pulumi up`, as they do not stop `gpustack compile`; they show in its output.
             pulumi.log.warn(format_text(deploy.warnings, loaded.source_line))
+        node_pools = node_pool_specs(Context(loaded.blueprint, catalog))
+        require_packages(node_pools)
         super().__init__(TYPE, name, None, opts)
         self._args = args
 
@@ -141,6 +247,13 @@ class GpuCluster(pulumi.ComponentResource):
         options = RegistrationOptions(
             args.retain_node_labels_on_delete, args.object_field_manager, args.await_workloads
         )
+        # Node pools first and on their own: they depend on the cloud cluster, not on anything in it.
+        self.node_pools = {
+            spec.pool: register_node_pool(
+                f"{name}-node-pool-{spec.pool}", spec, args.cloud or CloudCluster(), self._cloud_opts
+            )
+            for spec in node_pools
+        }
         made: dict[str, pulumi.Resource] = {}
         for step in registrations(deploy, name, options):
             made[step.name] = self._register(step, [made[dependency] for dependency in step.depends_on])
@@ -206,6 +319,14 @@ class GpuCluster(pulumi.ComponentResource):
             depends_on=list(depends_on),
             retain_on_delete=retain_on_delete or None,
         )
+
+    def _cloud_opts(
+        self, depends_on: Sequence[pulumi.Resource], cloud_provider: pulumi.ProviderResource | None, kubernetes: bool
+    ) -> pulumi.ResourceOptions:
+        # A Karpenter NodePool is a Kubernetes object (the Kubernetes provider); a node pool takes the cloud's.
+        if kubernetes:
+            return self._custom_opts(depends_on)
+        return pulumi.ResourceOptions(parent=self, provider=cloud_provider, depends_on=list(depends_on))
 
     def _component_opts(self, depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
         providers: list[pulumi.ProviderResource] | None = (

@@ -290,6 +290,20 @@ class NodeSelector:
 
 
 @dataclass(frozen=True)
+class CloudPool:
+    """The provider's node pool that holds a pool's nodes: gpustack provisions it (`pulumi up`) or writes its spec."""
+
+    provider: str  # gke, eks, aks, karpenter
+    machine_type: str | None  # None: the smallest machine type with the pool's GPUs (gpustack.cloud)
+    zones: tuple[str, ...]
+    spot: bool
+    disk_gb: int | None
+    disk_type: str | None
+    node_class: str  # Karpenter's EC2NodeClass
+    path: JsonPath
+
+
+@dataclass(frozen=True)
 class NodePool:
     name: str
     gpu: GpuRef | None  # None: a CPU-only pool
@@ -309,6 +323,7 @@ class NodePool:
     count: int | None = None  # selector pools of fixed size
     min_nodes: int | None = None  # autoscaled selector pools
     max_nodes: int | None = None
+    cloud: CloudPool | None = None  # cloud pools: selector pools whose provider node pool gpustack provisions
 
     @property
     def gpus_per_node(self) -> int:

@@ -54,3 +54,13 @@ GPU_ONLY_ENV = ("NVIDIA_DRIVER_CAPABILITIES",)
 DEVICE_MOUNT_ROOT = "/var/run/nvidia-container-devices"
 # The GPU Operator deploys its device plugin wherever this label is not "false"; it fills in only missing values.
 OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+
+
+# Cloud node pools: the label each provider sets on every node of a node pool, valued with the pool's name.
+# gpustack names the provider's pool after the blueprint's pool, so a cloud pool's selector is this label.
+CLOUD_POOL_LABELS: dict[str, str] = {
+    "gke": "cloud.google.com/gke-nodepool",
+    "eks": "eks.amazonaws.com/nodegroup",
+    "aks": "kubernetes.azure.com/agentpool",
+    "karpenter": "karpenter.sh/nodepool",
+}

@@ -47,6 +47,8 @@ CHANGED: dict[tuple[str, str], tuple[Any, Read]] = {
         {"strategy": "time-slicing", "timeSlicing": {"replicas": 3}},
         lambda b: (str(b.pools[0].sharing.strategy), b.pools[0].sharing.replication.replicas),
     ),
+    (d.CLOUD, "spot"): (True, lambda b: b.pools[3].cloud.spot),
+    (d.CLOUD, "nodeClass"): ("gpu", lambda b: b.pools[3].cloud.node_class),
     (d.TOPOLOGY, "scope"): ("pod", lambda b: b.pools[0].topology.scope),
     (d.REPLICATED_SHARING, "renameByDefault"): (True, lambda b: b.pools[1].sharing.replication.rename_by_default),
     (d.REPLICATED_SHARING, "failRequestsGreaterThanOne"): (
@@ -107,6 +109,7 @@ def sparse() -> dict[str, Any]:
                     "sharing": {"strategy": "time-slicing", "timeSlicing": {"replicas": 2}},
                 },
                 {"name": "hami", "gpu": {"model": "L4", "count": 1}, "nodes": ["h"], "sharing": {"strategy": "hami"}},
+                {"name": "cloudy", "gpu": {"model": "L4", "count": 1}, "count": 1, "cloud": {"provider": "gke"}},
             ],
             "tenants": [{"name": "team", "namespaces": ["team"], "pools": ["plain"], "volcano": {}}],
             "workloads": [

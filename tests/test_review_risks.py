@@ -547,3 +547,24 @@ def test_object_escapes_tenant__flags_new_cluster_scoped_and_foreign_namespace_o
     # Already there on the base side: not new, not flagged again.
     before = _with_workload_objects(snapshot(BASE, "before.yaml"), binding, pod)
     assert [r for r in assess_risks(before, after) if r.code == "object-outside-tenant"] == []
+
+
+# cloud-pool-replaced
+
+
+def test_cloud_pool_replaced__fires_on_a_machine_type_change_with_the_pods_it_evicts_not_on_a_resize() -> None:
+    from builders import blueprint
+    from test_cloud import pool
+
+    from gpustack.review.risks import assess_risks
+    from gpustack.review.snapshot import Snapshot
+
+    workload = {"name": "svc", "tenant": "t", "pool": "gpus", "kind": "Deployment", "image": "x:1", "gpu": {"count": 1}}
+    more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
+    old = blueprint(pool("gke", "L4", 1, "g2-standard-4"), **more)
+    new = blueprint(pool("gke", "L4", 1, "g2-standard-8"), **more)
+    [risk] = [r for r in assess_risks(Snapshot("old", old), Snapshot("new", new)) if r.code == "cloud-pool-replaced"]
+    assert str(risk.severity) == "high" and risk.pools == ("gpus",) and risk.workloads == ("svc",)
+    assert "node_config.machine_type" in risk.title and "evicted" in risk.message
+    resized = blueprint(pool("gke", "L4", 1, "g2-standard-4", maxNodes=8), **more)
+    assert not [r for r in assess_risks(Snapshot("old", old), Snapshot("new", resized)) if r.code.startswith("cloud")]

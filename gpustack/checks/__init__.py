@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 
 from gpustack.catalog import Catalog
 from gpustack.checks import (
+    cloud,
     cluster,
     dra,
     hardware,
@@ -26,6 +27,7 @@ Rule = Callable[[Context], Iterable[Diagnostic]]
 RULES: tuple[Rule, ...] = (
     *references.RULES,
     *hardware.RULES,
+    *cloud.RULES,
     *sharing.RULES,
     *tenancy.RULES,
     *schedulers.RULES,

@@ -8,6 +8,7 @@ from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.compile import (
     admission,
+    cloud,
     device_plugin,
     dra,
     gpu_operator,
@@ -31,6 +32,7 @@ FAMILIES: tuple[Family, ...] = (
     device_plugin.compile_device_plugin,
     mig.compile_mig,
     nodes.compile_nodes,
+    cloud.compile_cloud,
     topology.compile_topology,
     workloads.compile_workloads,
     admission.compile_admission,

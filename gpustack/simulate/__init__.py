@@ -42,6 +42,8 @@ class Simulation:
     demand: Demand
     outcome: Outcome
     scenario: Scenario | None
+    # Pods placed only because autoscaled pools grew past minNodes: pending on the pools' minimum nodes.
+    after_scale_up: tuple[tuple[str, str], ...] = ()  # (namespace, pod)
 
 
 def run_simulation(
@@ -66,4 +68,13 @@ def run_simulation(
     demand = build_demand(blueprint, namespaces, objects, scenario)
     version = version or KubeVersion.parse(blueprint.kubernetes_version)
     outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running)
-    return Simulation(context, demand, outcome, scenario)
+    after_scale_up: tuple[tuple[str, str], ...] = ()
+    at_least = tuple(node for node in nodes if not node.scale_up)
+    if len(at_least) < len(nodes):
+        # Once more on the nodes that are always there: what waits there and is placed above needs a scale-up.
+        floor = simulate(at_least, demand, quotas_from(objects), version, blueprint.volcano.binpack, running)
+        waiting = {(item.pod.namespace, item.pod.name) for item in floor.pending}
+        after_scale_up = tuple(
+            (pod.namespace, pod.name) for pod, _ in outcome.placed if (pod.namespace, pod.name) in waiting
+        )
+    return Simulation(context, demand, outcome, scenario, after_scale_up)

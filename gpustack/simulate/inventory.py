@@ -36,6 +36,7 @@ class Node:
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, int] = field(hash=False)
     unschedulable: bool = False
+    scale_up: bool = False  # an autoscaled pool's node beyond its minNodes: there only after a scale-up
 
     def capacity(self, resource: str) -> int | None:
         """Allocatable units of `resource`; None when the blueprint does not state it (cpu, memory)."""
@@ -138,7 +139,9 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
             labels = {**base, **own, **selector_labels(pool)}
             for index in range(1, pool.node_count + 1):
                 name = f"{pool.name}-{index}"
-                nodes.append(Node(name, pool.name, {HOSTNAME: name, **labels}, pool_taints, dict(capacity)))
+                labels_here = {HOSTNAME: name, **labels}
+                extra = index > pool.guaranteed_nodes
+                nodes.append(Node(name, pool.name, labels_here, pool_taints, dict(capacity), scale_up=extra))
             continue
         for name in pool.nodes:
             # Without compiled patches (a plan of other families only), the blueprint's own labels and taints.

@@ -42,6 +42,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
             "pending": pending,
             "nodes": len(outcome.cluster.nodes),
             "running": len(outcome.running),
+            "afterScaleUp": len(simulation.after_scale_up),
         },
         "workloads": _workloads(simulation),
         "pools": _pools(simulation),
@@ -79,13 +80,17 @@ def _workloads(simulation: Simulation) -> list[dict[str, Any]]:
                 "pods": 0,
                 "placed": 0,
                 "pending": 0,
+                "afterScaleUp": 0,
                 "placements": [],
             },
         )
         row["pods"] += 1
+    scaled = set(simulation.after_scale_up)
     for pod, node in simulation.outcome.placed:
         rows[pod.workload]["placed"] += 1
-        rows[pod.workload]["placements"].append({"pod": pod.name, "node": nodes[node].name})
+        after = (pod.namespace, pod.name) in scaled
+        rows[pod.workload]["afterScaleUp"] += after
+        rows[pod.workload]["placements"].append({"pod": pod.name, "node": nodes[node].name, "afterScaleUp": after})
     for item in simulation.outcome.pending:
         rows[item.pod.workload]["pending"] += 1
     return list(rows.values())

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from gpustack.review.risk import Risk
 from gpustack.review.risks.allocation import allocation_switched
+from gpustack.review.risks.cloud import cloud_pool_replaced
 from gpustack.review.risks.gpus import (
     device_plugin_chart,
     gpu_stack,
@@ -43,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     allocation_switched,
     object_escapes_tenant,
     base_absent,
+    cloud_pool_replaced,
 )
 
 

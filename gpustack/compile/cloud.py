@@ -1,0 +1,314 @@
+"""Cloud node pools as plain data: what `pulumi up` registers per cloud pool, and the same spec as a file.
+
+Pure: `node_pool_specs(ctx)` gives, per pool with a `cloud` block, the provider's node-pool resource and its inputs
+(Pulumi's Python argument names), with the labels and taints gpustack derives for the pool's nodes (`nodes.py`), so
+every node starts with its pool label, device-plugin config and MIG layout. `gpustack.deploy` turns each spec into
+its Pulumi resource, adding what only the stack knows (the cluster, its location, node role, subnets).
+`compile_cloud` writes `cloud/<pool>.<provider>.yaml` in the provider's own API shape for users who provision with
+something else; none of them is in the kustomization.
+
+GKE: gpustack's device plugin (or the GPU Operator's) serves every GPU pool, so the sharing a blueprint sets means
+the same on every provider and one plugin runs per node: GKE's own plugin is switched off with the
+`gke-no-default-nvidia-gpu-device-plugin=true` node label, and `gpu_sharing_config` (which only GKE's plugin reads)
+is not set. A MIG pool with one profile on every GPU gets `gpu_partition_size`, so GKE partitions the GPUs at boot;
+the MIG manager then finds the layout it would make. AKS likewise gets `gpu_instance_profile` (MIG1g..MIG7g).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpustack.cloud import machine_type as pool_machine_type
+from gpustack.cloud import matching_machines, pool_machine
+from gpustack.compile.mig import uses_mig
+from gpustack.compile.nodes import node_labels
+from gpustack.context import Context
+from gpustack.model import NodePool, Stack
+from gpustack.names import MANAGED_BY
+from gpustack.plan import Artifact, FamilyOutput, Object
+from gpustack.taints import taint_object, taint_text
+from gpustack.yamlout import dump_yaml
+
+GKE_NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+GKE_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+EKS_EFFECTS = GKE_EFFECTS
+RESOURCES = {
+    "gke": "gcp.container.NodePool",
+    "eks": "aws.eks.NodeGroup",
+    "aks": "azure-native.containerservice.AgentPool",
+    "karpenter": "karpenter.sh/v1 NodePool",
+}
+# Inputs the provider cannot change in place: a change replaces the node pool, and with it every node.
+REPLACING_FIELDS: dict[str, tuple[str, ...]] = {
+    "gke": ("machine_type", "guest_accelerators", "gpu_partition_size", "disk_type", "disk_size_gb", "spot"),
+    "eks": ("instance_types", "ami_type", "capacity_type", "disk_size"),
+    "aks": ("vm_size", "gpu_instance_profile", "os_disk_type", "os_disk_size_gb", "scale_set_priority"),
+    "karpenter": (),  # Karpenter drifts nodes one by one instead (disruption budgets apply)
+}
+
+
+@dataclass(frozen=True)
+class NodePoolSpec:
+    """One provider node pool: its Pulumi inputs (argument names as pulumi-gcp/aws/azure-native spell them in
+    Python; for Karpenter, the NodePool object) and the file `gpustack compile` writes for it."""
+
+    pool: str
+    provider: str
+    args: Object
+    file: str
+    document: Object
+
+    @property
+    def resource(self) -> str:
+        return RESOURCES[self.provider]
+
+
+def _uniform_mig_profile(pool: NodePool) -> str | None:
+    """The one MIG profile every GPU of the pool is cut into, if there is exactly one (e.g. 1g.10gb)."""
+    if not uses_mig(pool) or pool.sharing.mig is None:
+        return None
+    profiles = {profile for group in pool.sharing.mig.groups for profile in group.instances}
+    whole = all(group.devices is None for group in pool.sharing.mig.groups)
+    return next(iter(profiles)) if len(profiles) == 1 and whole else None
+
+
+def _size(pool: NodePool) -> tuple[int, int]:
+    """(min, max) nodes: a fixed-size pool's count both ways."""
+    if pool.count is not None:
+        return pool.count, pool.count
+    return pool.min_nodes or 0, pool.max_nodes or 0
+
+
+def _without_none(data: Object) -> Object:
+    return {key: value for key, value in data.items() if value is not None and value != [] and value != {}}
+
+
+def _gke(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
+    assert pool.cloud is not None
+    low, high = _size(pool)
+    machine = pool_machine(pool, ctx.catalog)
+    accelerators: list[Object] = []
+    if pool.gpu is not None and machine is not None:
+        # The GPU Operator installs its own driver where the blueprint asks it to; otherwise GKE installs one.
+        operator_driver = ctx.blueprint.stack is Stack.GPU_OPERATOR and ctx.blueprint.gpu_operator.driver
+        accelerators.append(
+            _without_none(
+                {
+                    "type": machine.accelerator,
+                    "count": machine.count,
+                    "gpu_driver_installation_config": {
+                        "gpu_driver_version": "INSTALLATION_DISABLED" if operator_driver else "LATEST"
+                    },
+                    "gpu_partition_size": _uniform_mig_profile(pool),
+                }
+            )
+        )
+        labels = {**labels, GKE_NO_DEVICE_PLUGIN_LABEL: "true"}
+    node_config = _without_none(
+        {
+            "machine_type": pool_machine_type(pool, ctx.catalog),
+            "spot": pool.cloud.spot or None,
+            "disk_size_gb": pool.cloud.disk_gb,
+            "disk_type": pool.cloud.disk_type,
+            "labels": labels,
+            "taints": [{"key": t.key, "value": t.value or "", "effect": GKE_EFFECTS[t.effect]} for t in pool.taints],
+            "guest_accelerators": accelerators,
+        }
+    )
+    sizing: Object = (
+        {"node_count": pool.count}
+        if pool.count is not None
+        else {"initial_node_count": low, "autoscaling": {"min_node_count": low, "max_node_count": high}}
+    )
+    return _without_none(
+        {"name": pool.name, "node_locations": list(pool.cloud.zones), **sizing, "node_config": node_config}
+    )
+
+
+def _eks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
+    assert pool.cloud is not None
+    low, high = _size(pool)
+    return _without_none(
+        {
+            "node_group_name": pool.name,
+            "instance_types": [pool_machine_type(pool, ctx.catalog)],
+            # EKS's accelerated AMI: NVIDIA driver and container toolkit preinstalled.
+            "ami_type": "AL2023_x86_64_NVIDIA" if pool.gpu is not None else "AL2023_x86_64_STANDARD",
+            "capacity_type": "SPOT" if pool.cloud.spot else "ON_DEMAND",
+            "disk_size": pool.cloud.disk_gb,
+            "labels": labels,
+            "taints": [
+                _without_none({"key": t.key, "value": t.value, "effect": EKS_EFFECTS[t.effect]}) for t in pool.taints
+            ],
+            # EKS wants max_size >= 1; desired_size is only the starting point (the autoscaler moves it).
+            "scaling_config": {"desired_size": low, "min_size": low, "max_size": max(high, 1)},
+        }
+    )
+
+
+def _aks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
+    assert pool.cloud is not None
+    low, high = _size(pool)
+    profile = _uniform_mig_profile(pool)
+    autoscaled = pool.count is None
+    return _without_none(
+        {
+            "agent_pool_name": pool.name,
+            "vm_size": pool_machine_type(pool, ctx.catalog),
+            "mode": "User",
+            "os_type": "Linux",
+            "count": low,
+            "enable_auto_scaling": True if autoscaled else None,
+            "min_count": low if autoscaled else None,
+            "max_count": high if autoscaled else None,
+            "availability_zones": list(pool.cloud.zones),
+            "scale_set_priority": "Spot" if pool.cloud.spot else "Regular",
+            "os_disk_size_gb": pool.cloud.disk_gb,
+            "os_disk_type": pool.cloud.disk_type,
+            "gpu_instance_profile": None if profile is None else "MIG" + profile.split(".")[0],
+            "node_labels": labels,
+            "node_taints": [taint_text(t) for t in pool.taints],
+        }
+    )
+
+
+def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
+    """The karpenter.sh/v1 NodePool that launches the pool's nodes (on AWS, through its EC2NodeClass)."""
+    assert pool.cloud is not None
+    _, high = _size(pool)
+    # The instance type named, or every one with the pool's GPUs: Karpenter picks the cheapest it can launch.
+    named = pool.cloud.machine_type
+    types = (
+        [named] if named is not None else [m.name for m in matching_machines(pool.cloud.provider, ctx.catalog, pool)]
+    )
+    requirements: list[Object] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot" if pool.cloud.spot else "on-demand"]},
+    ]
+    if pool.cloud.zones:
+        requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.cloud.zones)})
+    spec: Object = {
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": _without_none(
+                {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": pool.cloud.node_class,
+                    },
+                    "requirements": requirements,
+                    "taints": [taint_object(t) for t in pool.taints],
+                }
+            ),
+        },
+        # GPU nodes are consolidated only when empty: moving a running training or inference pod costs more
+        # than the node.
+        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m"},
+    }
+    if pool.gpu is not None:
+        # Karpenter has no node count; the pool's maxNodes is a ceiling on the GPUs it may launch.
+        spec["limits"] = {"nvidia.com/gpu": str(high * pool.gpu.count)}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": pool.name, "labels": dict(MANAGED_BY)},
+        "spec": spec,
+    }
+
+
+def _document(spec_args: Object, pool: NodePool, provider: str) -> Object:
+    """The spec in the provider's own shape: Terraform/gcloud names for GKE, an eksctl managed node group, an AKS
+    agentPool (ARM, camelCase), the Karpenter NodePool itself."""
+    if provider == "gke":
+        return {"google_container_node_pool": spec_args}
+    if provider == "eks":
+        scaling = spec_args["scaling_config"]
+        return {
+            "managedNodeGroups": [
+                _without_none(
+                    {
+                        "name": spec_args["node_group_name"],
+                        "instanceTypes": spec_args["instance_types"],
+                        "amiFamily": "AmazonLinux2023",
+                        "spot": True if spec_args["capacity_type"] == "SPOT" else None,
+                        "volumeSize": spec_args.get("disk_size"),
+                        "minSize": scaling["min_size"],
+                        "maxSize": scaling["max_size"],
+                        "desiredCapacity": scaling["desired_size"],
+                        "labels": spec_args["labels"],
+                        "taints": spec_args.get("taints", []),
+                    }
+                )
+            ]
+        }
+    if provider == "aks":
+        rest = {_camel(k): v for k, v in spec_args.items() if k != "agent_pool_name"}
+        rest = {("osDiskSizeGB" if k == "osDiskSizeGb" else k): v for k, v in rest.items()}
+        return {"name": spec_args["agent_pool_name"], "properties": rest}
+    return spec_args
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def node_pool_specs(ctx: Context) -> list[NodePoolSpec]:
+    """One spec per cloud pool, in blueprint order."""
+    specs: list[NodePoolSpec] = []
+    for pool in ctx.blueprint.pools:
+        if pool.cloud is None:
+            continue
+        provider = pool.cloud.provider
+        labels = node_labels(ctx, pool)
+        build = {"gke": _gke, "eks": _eks, "aks": _aks, "karpenter": karpenter_node_pool}[provider]
+        args = build(ctx, pool, labels)
+        specs.append(
+            NodePoolSpec(
+                pool.name, provider, args, f"cloud/{pool.name}.{provider}.yaml", _document(args, pool, provider)
+            )
+        )
+    return specs
+
+
+def compile_cloud(ctx: Context) -> FamilyOutput:
+    artifacts = [
+        Artifact(
+            spec.file,
+            f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': the {spec.resource} for pool "
+            f"'{spec.pool}'.\n# `pulumi up` with gpustack's stack registers it; not applied by kustomize.\n"
+            + dump_yaml(spec.document),
+            f"the {spec.provider} node pool for pool `{spec.pool}` (machine type, GPUs, labels, taints, autoscaling)",
+        )
+        for spec in node_pool_specs(ctx)
+    ]
+    return FamilyOutput(objects=[], artifacts=artifacts)
+
+
+def replacing_changes(old: Object, new: Object, provider: str) -> list[str]:
+    """The inputs, among those that replace the node pool, that differ between two specs of one pool."""
+    fields = REPLACING_FIELDS.get(provider, ())
+    flat_old, flat_new = _flatten(old), _flatten(new)
+    return sorted(
+        {
+            path
+            for path in set(flat_old) | set(flat_new)
+            if flat_old.get(path) != flat_new.get(path) and any(part in fields for part in path.split("."))
+        }
+    )
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        out = {}
+        for index, item in enumerate(data):
+            out.update(_flatten(item, f"{prefix}.{index}"))
+        return out
+    return {prefix: data}

@@ -1,0 +1,170 @@
+"""`pulumi up` provisions the cloud pools: under `pulumi.runtime.set_mocks`, the Karpenter NodePool through
+pulumi-kubernetes, and the GKE, EKS and AKS node pools through a stand-in for each provider's package (pulumi-gcp,
+-aws and -azure-native are optional extras, too large to install for the test suite): the stand-in is a Pulumi
+CustomResource of the real type token, so the registration, its inputs and its dependencies are Pulumi's own."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+from test_deploy import Harness, start_harness
+
+from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs, MissingCloudPackage
+
+TYPES = {
+    "gke": "gcp:container/nodePool:NodePool",
+    "eks": "aws:eks/nodeGroup:NodeGroup",
+    "aks": "azure-native:containerservice:AgentPool",
+}
+KARPENTER = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def _stand_in(type_token: str) -> type:
+    class Resource(pulumi.CustomResource):
+        def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:
+            super().__init__(type_token, resource_name, inputs, opts)
+
+    return Resource
+
+
+@pytest.fixture
+def clouds(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module, attribute, provider in (
+        ("pulumi_gcp.container", "NodePool", "gke"),
+        ("pulumi_aws.eks", "NodeGroup", "eks"),
+        ("pulumi_azure_native.containerservice", "AgentPool", "aks"),
+    ):
+        fake = types.ModuleType(module)
+        setattr(fake, attribute, _stand_in(TYPES[provider]))
+        monkeypatch.setitem(sys.modules, module, fake)
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    yield from start_harness(monkeypatch)
+
+
+def write(tmp_path: Path, *pools: dict[str, Any]) -> Path:
+    path = tmp_path / "bp.yaml"
+    data = {
+        "apiVersion": "gpustack.io/v1alpha1",
+        "kind": "ClusterBlueprint",
+        "metadata": {"name": "clouds"},
+        "spec": {"kubernetes": {"version": "1.31"}, "stack": "device-plugin", "nodePools": list(pools)},
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def cloud_pool(name: str, provider: str, model: str, count: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "gpu": {"model": model, "count": count},
+        "cloud": {"provider": provider},
+        "minNodes": 1,
+        "maxNodes": 3,
+        "taints": [{"key": "gpu", "effect": "NoSchedule"}],
+    }
+
+
+def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(
+    harness: Harness, clouds: None, tmp_path: Path
+) -> None:
+    blueprint = write(
+        tmp_path,
+        cloud_pool("g", "gke", "L4", 1),
+        cloud_pool("e", "eks", "A10G", 1),
+        cloud_pool("a", "aks", "T4", 1),
+    )
+
+    def program() -> None:
+        made = _stand_in("gcp:container/cluster:Cluster")("the-cluster")
+        target = CloudCluster(
+            cluster="c1",
+            location="us-central1",
+            node_role_arn="arn:role",
+            subnet_ids=["s1"],
+            resource_group_name="rg",
+            depends_on=[made],
+        )
+        GpuCluster("gs", GpuClusterArgs(blueprint, cloud=target))
+
+    harness.run(program)
+    cluster_urn = harness.named("the-cluster").urn
+    gke, eks, aks = (harness.named(f"gs-node-pool-{name}") for name in "gea")
+    assert (gke.type, eks.type, aks.type) == (TYPES["gke"], TYPES["eks"], TYPES["aks"])
+    for registration in (gke, eks, aks):
+        assert cluster_urn in registration.dependencies
+        assert registration.parent.endswith("GpuCluster::gs")
+    assert gke.inputs["cluster"] == "c1" and gke.inputs["location"] == "us-central1"
+    config = gke.inputs["node_config"]
+    assert config["machine_type"] == "g2-standard-4"
+    assert config["guest_accelerators"][0]["type"] == "nvidia-l4"
+    assert config["taints"] == [{"key": "gpu", "value": "", "effect": "NO_SCHEDULE"}]
+    assert gke.inputs["autoscaling"] == {"min_node_count": 1, "max_node_count": 3}
+    assert eks.inputs["cluster_name"] == "c1" and eks.inputs["subnet_ids"] == ["s1"]
+    assert eks.inputs["instance_types"] == ["g5.xlarge"] and eks.inputs["ami_type"] == "AL2023_x86_64_NVIDIA"
+    assert eks.inputs["scaling_config"] == {"desired_size": 1, "min_size": 1, "max_size": 3}
+    assert aks.inputs["resource_name_"] == "c1" and aks.inputs["resource_group_name"] == "rg"
+    assert aks.inputs["vm_size"] == "Standard_NC4as_T4_v3" and aks.inputs["node_taints"] == ["gpu:NoSchedule"]
+    assert aks.inputs["node_labels"]["gpustack.io/pool"] == "a"
+
+
+def test_a_karpenter_pool_registers_a_nodepool_object_with_the_kubernetes_provider(
+    harness: Harness, tmp_path: Path
+) -> None:
+    blueprint = write(tmp_path, cloud_pool("k", "karpenter", "L4", 8))
+    harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint)))
+    [nodepool] = harness.of_type(KARPENTER)
+    assert nodepool.name == "gs-node-pool-k"
+    spec = nodepool.inputs["spec"]
+    assert spec["limits"] == {"nvidia.com/gpu": "24"}
+    assert spec["template"]["spec"]["requirements"][0]["values"] == ["g6.48xlarge"]
+    assert spec["template"]["metadata"]["labels"]["gpustack.io/pool"] == "k"
+    # The NodePool selects what the device plugin's affinity requires: karpenter.sh/nodepool=k.
+    plugin = harness.of_type("kubernetes:helm.sh/v4:Chart")
+    assert plugin, "the device plugin chart is registered too"
+
+
+def test_a_missing_provider_package_is_named_with_its_extra(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pulumi_gcp.container", None)  # an import of it fails, installed or not
+    blueprint = write(tmp_path, cloud_pool("g", "gke", "L4", 1))
+    with pytest.raises(MissingCloudPackage, match=r"pip install 'gpustack\[gke\]'"):
+        harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint)))
+    assert harness.registrations() == []  # stopped before the component, not halfway through it
+
+
+STACKS = Path(__file__).resolve().parents[1] / "stacks"
+
+
+@pytest.mark.parametrize("provider", ["gke", "eks", "aks", "karpenter"])
+def test_each_providers_stack_provisions_its_blueprints_pools_with_its_config(
+    harness: Harness, clouds: None, provider: str
+) -> None:
+    import runpy
+
+    import yaml
+
+    from gpustack.validation import validate_path
+
+    config = yaml.safe_load((STACKS / f"Pulumi.{provider}.yaml").read_text(encoding="utf-8"))["config"]
+    pulumi.runtime.set_all_config({k: json.dumps(v) if isinstance(v, dict) else str(v) for k, v in config.items()})
+    harness.run(lambda: runpy.run_path(str(STACKS / "__main__.py"), run_name="__main__"))
+    blueprint = validate_path(STACKS / config["gpustack:blueprint"]).blueprint
+    assert blueprint is not None
+    made = harness.of_type(KARPENTER if provider == "karpenter" else TYPES[provider])
+    assert sorted(r.name for r in made) == sorted(f"gpustack-node-pool-{p.name}" for p in blueprint.pools)
+    cloud = config.get("gpustack:cloud", {})
+    for registration in made:
+        key = {"gke": "cluster", "eks": "cluster_name", "aks": "resource_name_"}.get(provider)
+        if key is not None:
+            assert registration.inputs[key] == cloud["cluster"]
