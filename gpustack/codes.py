@@ -2,103 +2,189 @@
 
 from __future__ import annotations
 
+# Each code as a named constant: raise sites and tests use the name, users read the code.
+FILE_UNREADABLE = "GS001"
+FILE_TOO_LARGE = "GS002"
+NOT_UTF8 = "GS003"
+YAML_SYNTAX = "GS004"
+DUPLICATE_KEY = "GS005"
+ALIAS = "GS006"
+CUSTOM_TAG = "GS007"
+SEVERAL_DOCUMENTS = "GS008"
+NON_STRING_KEY = "GS009"
+TOO_DEEP = "GS010"
+EMPTY_DOCUMENT = "GS011"
+SNAPSHOT_MALFORMED = "GS020"
+SNAPSHOT_UNKNOWN_PRODUCT = "GS021"
+SNAPSHOT_NO_PRODUCT_LABEL = "GS022"
+SNAPSHOT_MIG_UNREADABLE = "GS023"
+UNKNOWN_FIELD = "GS101"
+MISSING_FIELD = "GS102"
+WRONG_TYPE = "GS103"
+NOT_ALLOWED_VALUE = "GS104"
+BAD_FORMAT = "GS105"
+OUT_OF_RANGE = "GS106"
+DUPLICATE_ITEM = "GS107"
+COMBINATION = "GS108"
+DUPLICATE_NAME = "GS201"
+NAMESPACE_IN_TWO_TENANTS = "GS202"
+NODE_IN_TWO_POOLS = "GS203"
+UNKNOWN_POOL = "GS204"
+UNKNOWN_TENANT = "GS205"
+SYSTEM_NAMESPACE = "GS206"
+CORDONED_NOT_IN_POOL = "GS207"
+UNKNOWN_MODEL = "GS301"
+MIG_UNSUPPORTED = "GS302"
+MIG_LAYOUT_IMPOSSIBLE = "GS303"
+MIG_SINGLE_MIXED = "GS304"
+MIG_GROUPS_UNEVEN = "GS305"
+SHARING_ON_CPU_POOL = "GS306"
+MACHINE_TYPE_MISMATCH = "GS307"
+CLOUD_SELECTOR_ELSEWHERE = "GS308"
+MPS_WITH_MIG = "GS401"
+TOO_FEW_REPLICAS = "GS402"
+MPS_TOO_MANY_CLIENTS = "GS403"
+MEMORY_OVERSUBSCRIBED = "GS404"
+MPS_WITHOUT_GFD = "GS405"
+OWNED_LABEL = "GS406"
+GFD_LABEL = "GS407"
+HAMI_SETTINGS_DIFFER = "GS409"
+DRA_SHARING = "GS420"
+DRA_AND_DEVICE_PLUGIN = "GS421"
+DRA_API_UNAVAILABLE = "GS422"
+DRA_BETA_API = "GS423"
+DRA_SCHEDULER = "GS424"
+QUOTA_ABOVE_POOL = "GS501"
+QUOTA_ON_UNKNOWN_RESOURCE = "GS502"
+QUOTA_ON_UNGRANTED_POOL = "GS503"
+WORKLOAD_ON_UNGRANTED_POOL = "GS504"
+DEMAND_ABOVE_QUOTA = "GS505"
+QUOTA_ON_SHARED_RESOURCE = "GS506"
+QUOTA_PER_NAMESPACE = "GS507"
+KUEUE_NO_NODE_RESOURCES = "GS508"
+VOLCANO_RESERVED_QUEUE = "GS509"
+KUEUE_TOO_MANY_TAINTS = "GS510"
+KUEUE_LENDING_ABOVE_QUOTA = "GS511"
+NEED_UNMET = "GS601"
+DEVICE_ENV_SET = "GS602"
+SHARED_REQUEST_ABOVE_ONE = "GS603"
+VOLCANO_JOB_WITHOUT_VOLCANO = "GS604"
+TEMPLATE_UNREADABLE = "GS605"
+TEMPLATE_ERROR = "GS606"
+VOLCANO_JOB_ON_HAMI = "GS607"
+MEMORY_BELOW_GPU_MEMORY = "GS608"
+TORCHRUN_SHAPE = "GS609"
+GPU_TAINT_ON_DEDICATED_POOL = "GS701"
+NO_EXECUTE_TAINT = "GS702"
+HAMI_POOL_SHARED = "GS703"
+SHARED_TAINT = "GS704"
+SOFT_ISOLATION = "GS705"
+UNPINNED_CHART = "GS801"
+UNSUPPORTED_KUBERNETES = "GS802"
+NO_ADMISSION_POLICIES = "GS803"
+MIG_WITHOUT_OPERATOR = "GS804"
+SELECTOR_RANGE = "GS805"
+OPERATOR_CHART_SERIES = "GS806"
+OUTPUT_UNSAFE = "GS901"
+ROLLOUT_CAPACITY_DROP = "GS951"
+
 CODES: dict[str, str] = {
     # loading (gpustack.load)
-    "GS001": "the blueprint file cannot be read",
-    "GS002": "the file is larger than the size cap",
-    "GS003": "the file is not UTF-8 text",
-    "GS004": "YAML syntax error",
-    "GS005": "duplicate mapping key",
-    "GS006": "YAML anchors and aliases are not allowed",
-    "GS007": "custom YAML tags are not allowed",
-    "GS008": "more than one YAML document",
-    "GS009": "a mapping key that is not a string",
-    "GS010": "nested deeper than the depth cap",
-    "GS011": "empty document",
+    FILE_UNREADABLE: "the blueprint file cannot be read",
+    FILE_TOO_LARGE: "the file is larger than the size cap",
+    NOT_UTF8: "the file is not UTF-8 text",
+    YAML_SYNTAX: "YAML syntax error",
+    DUPLICATE_KEY: "duplicate mapping key",
+    ALIAS: "YAML anchors and aliases are not allowed",
+    CUSTOM_TAG: "custom YAML tags are not allowed",
+    SEVERAL_DOCUMENTS: "more than one YAML document",
+    NON_STRING_KEY: "a mapping key that is not a string",
+    TOO_DEEP: "nested deeper than the depth cap",
+    EMPTY_DOCUMENT: "empty document",
     # cluster snapshots (gpustack.snapshot, gpustack.importer)
-    "GS020": "a cluster snapshot object is malformed",
-    "GS021": "a node's GPU product is not in the catalog",
-    "GS022": "a GPU node without a nvidia.com/gpu.product label",
-    "GS023": "a node's MIG layout cannot be read from the snapshot",
+    SNAPSHOT_MALFORMED: "a cluster snapshot object is malformed",
+    SNAPSHOT_UNKNOWN_PRODUCT: "a node's GPU product is not in the catalog",
+    SNAPSHOT_NO_PRODUCT_LABEL: "a GPU node without a nvidia.com/gpu.product label",
+    SNAPSHOT_MIG_UNREADABLE: "a node's MIG layout cannot be read from the snapshot",
     # shape (gpustack.schema)
-    "GS101": "unknown field",
-    "GS102": "missing required field",
-    "GS103": "wrong type",
-    "GS104": "value not allowed",
-    "GS105": "value has the wrong format",
-    "GS106": "value out of range",
-    "GS107": "duplicate items",
-    "GS108": "fields that do not go together",
+    UNKNOWN_FIELD: "unknown field",
+    MISSING_FIELD: "missing required field",
+    WRONG_TYPE: "wrong type",
+    NOT_ALLOWED_VALUE: "value not allowed",
+    BAD_FORMAT: "value has the wrong format",
+    OUT_OF_RANGE: "value out of range",
+    DUPLICATE_ITEM: "duplicate items",
+    COMBINATION: "fields that do not go together",
     # names and references (gpustack.checks.references)
-    "GS201": "a name is defined twice",
-    "GS202": "a namespace belongs to two tenants",
-    "GS203": "a node is in two pools",
-    "GS204": "a reference to a pool that does not exist",
-    "GS205": "a reference to a tenant (or tenant namespace) that does not exist",
-    "GS206": "a tenant claims a system namespace",
-    "GS207": "a cordoned node that is not one of its pool's nodes",
+    DUPLICATE_NAME: "a name is defined twice",
+    NAMESPACE_IN_TWO_TENANTS: "a namespace belongs to two tenants",
+    NODE_IN_TWO_POOLS: "a node is in two pools",
+    UNKNOWN_POOL: "a reference to a pool that does not exist",
+    UNKNOWN_TENANT: "a reference to a tenant (or tenant namespace) that does not exist",
+    SYSTEM_NAMESPACE: "a tenant claims a system namespace",
+    CORDONED_NOT_IN_POOL: "a cordoned node that is not one of its pool's nodes",
     # hardware (gpustack.checks.hardware)
-    "GS301": "unknown GPU model",
-    "GS302": "MIG on a GPU model without MIG",
-    "GS303": "a MIG layout the GPU cannot make",
-    "GS304": "single MIG strategy with more than one profile",
-    "GS305": "MIG groups that do not cover each GPU exactly once",
-    "GS306": "GPU sharing on a CPU-only pool",
-    "GS307": "a cloud pool's machine type does not carry the pool's GPUs",
-    "GS308": "a cloud pool's selector does not select the nodes of its provider pool",
+    UNKNOWN_MODEL: "unknown GPU model",
+    MIG_UNSUPPORTED: "MIG on a GPU model without MIG",
+    MIG_LAYOUT_IMPOSSIBLE: "a MIG layout the GPU cannot make",
+    MIG_SINGLE_MIXED: "single MIG strategy with more than one profile",
+    MIG_GROUPS_UNEVEN: "MIG groups that do not cover each GPU exactly once",
+    SHARING_ON_CPU_POOL: "GPU sharing on a CPU-only pool",
+    MACHINE_TYPE_MISMATCH: "a cloud pool's machine type does not carry the pool's GPUs",
+    CLOUD_SELECTOR_ELSEWHERE: "a cloud pool's selector does not select the nodes of its provider pool",
     # sharing (gpustack.checks.sharing)
-    "GS401": "MPS combined with MIG",
-    "GS402": "time-slicing or MPS with fewer than 2 replicas",
-    "GS403": "MPS replicas above the per-GPU client cap",
-    "GS404": "time-slicing lets workloads oversubscribe GPU memory",
-    "GS405": "MPS without GPU Feature Discovery",
-    "GS406": "a pool sets a label gpustack or the kubelet owns",
-    "GS407": "a pool sets a label GPU Feature Discovery writes (and overwrites)",
-    "GS409": "HAMi pools with different HAMi settings",
-    "GS420": "a DRA pool with sharing the NVIDIA DRA driver cannot give to separate pods",
-    "GS421": "a node in a DRA pool and in a pool a device plugin serves",
-    "GS422": "DRA's resource.k8s.io API version is not served at the blueprint's Kubernetes version",
-    "GS423": "DRA through a beta resource.k8s.io API (explicit opt-in before Kubernetes 1.34)",
-    "GS424": "a DRA pool used through Kueue, Volcano or a VolcanoJob, which count extended resources",
+    MPS_WITH_MIG: "MPS combined with MIG",
+    TOO_FEW_REPLICAS: "time-slicing or MPS with fewer than 2 replicas",
+    MPS_TOO_MANY_CLIENTS: "MPS replicas above the per-GPU client cap",
+    MEMORY_OVERSUBSCRIBED: "time-slicing lets workloads oversubscribe GPU memory",
+    MPS_WITHOUT_GFD: "MPS without GPU Feature Discovery",
+    OWNED_LABEL: "a pool sets a label gpustack or the kubelet owns",
+    GFD_LABEL: "a pool sets a label GPU Feature Discovery writes (and overwrites)",
+    HAMI_SETTINGS_DIFFER: "HAMi pools with different HAMi settings",
+    DRA_SHARING: "a DRA pool with sharing the NVIDIA DRA driver cannot give to separate pods",
+    DRA_AND_DEVICE_PLUGIN: "a node in a DRA pool and in a pool a device plugin serves",
+    DRA_API_UNAVAILABLE: "DRA's resource.k8s.io API version is not served at the blueprint's Kubernetes version",
+    DRA_BETA_API: "DRA through a beta resource.k8s.io API (explicit opt-in before Kubernetes 1.34)",
+    DRA_SCHEDULER: "a DRA pool used through Kueue, Volcano or a VolcanoJob, which count extended resources",
     # tenancy (gpustack.checks.tenancy, gpustack.compile.tenants)
-    "GS501": "a tenant quota above what the pool has",
-    "GS502": "a quota on a resource the pool does not advertise",
-    "GS503": "a quota on a pool the tenant is not allowed on",
-    "GS504": "a workload on a pool its tenant is not allowed on",
-    "GS505": "a tenant's templates need more than its quota (plus what a Kueue tenant may borrow)",
-    "GS506": "quotas on pools that advertise the same resource name",
-    "GS507": "a per-namespace quota repeated across a tenant's namespaces",
-    "GS508": "a Kueue tenant's pool without nodeResources for the ClusterQueue's cpu and memory",
-    "GS509": "a Volcano tenant named like a queue Volcano owns (default, root)",
-    "GS510": "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
-    "GS511": "a Kueue lending limit above the tenant's nominal quota",
+    QUOTA_ABOVE_POOL: "a tenant quota above what the pool has",
+    QUOTA_ON_UNKNOWN_RESOURCE: "a quota on a resource the pool does not advertise",
+    QUOTA_ON_UNGRANTED_POOL: "a quota on a pool the tenant is not allowed on",
+    WORKLOAD_ON_UNGRANTED_POOL: "a workload on a pool its tenant is not allowed on",
+    DEMAND_ABOVE_QUOTA: "a tenant's templates need more than its quota (plus what a Kueue tenant may borrow)",
+    QUOTA_ON_SHARED_RESOURCE: "quotas on pools that advertise the same resource name",
+    QUOTA_PER_NAMESPACE: "a per-namespace quota repeated across a tenant's namespaces",
+    KUEUE_NO_NODE_RESOURCES: "a Kueue tenant's pool without nodeResources for the ClusterQueue's cpu and memory",
+    VOLCANO_RESERVED_QUEUE: "a Volcano tenant named like a queue Volcano owns (default, root)",
+    KUEUE_TOO_MANY_TAINTS: "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
+    KUEUE_LENDING_ABOVE_QUOTA: "a Kueue lending limit above the tenant's nominal quota",
     # workloads (gpustack.checks.workloads, gpustack.workloads)
-    "GS601": "a GPU need the workload's pool cannot meet",
-    "GS602": "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
-    "GS603": "more than one shared GPU per pod where the pool forbids it",
-    "GS604": "a VolcanoJob for a tenant that does not use Volcano",
-    "GS605": "a workload template file cannot be read, or its path leads out of the blueprint's folder",
-    "GS606": "a workload template does not render to a valid object",
-    "GS607": "a VolcanoJob on a HAMi pool",
-    "GS608": "a workload's memory below the GPU memory its pods hold",
-    "GS609": "a torchrun command that contradicts the job's shape (nodes, GPUs per node, rank)",
+    NEED_UNMET: "a GPU need the workload's pool cannot meet",
+    DEVICE_ENV_SET: "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
+    SHARED_REQUEST_ABOVE_ONE: "more than one shared GPU per pod where the pool forbids it",
+    VOLCANO_JOB_WITHOUT_VOLCANO: "a VolcanoJob for a tenant that does not use Volcano",
+    TEMPLATE_UNREADABLE: "a workload template file cannot be read, or its path leads out of the blueprint's folder",
+    TEMPLATE_ERROR: "a workload template does not render to a valid object",
+    VOLCANO_JOB_ON_HAMI: "a VolcanoJob on a HAMi pool",
+    MEMORY_BELOW_GPU_MEMORY: "a workload's memory below the GPU memory its pods hold",
+    TORCHRUN_SHAPE: "a torchrun command that contradicts the job's shape (nodes, GPUs per node, rank)",
     # isolation (gpustack.checks.isolation)
-    "GS701": "an nvidia.com/gpu taint on a tenant-dedicated pool",
-    "GS702": "a NoExecute taint",
-    "GS703": "a HAMi pool shared by tenants: its isolation is bypassable",
-    "GS704": "pools of different tenants share a taint",
-    "GS705": "a pool granted to a tenant without a NoSchedule or NoExecute taint",
+    GPU_TAINT_ON_DEDICATED_POOL: "an nvidia.com/gpu taint on a tenant-dedicated pool",
+    NO_EXECUTE_TAINT: "a NoExecute taint",
+    HAMI_POOL_SHARED: "a HAMi pool shared by tenants: its isolation is bypassable",
+    SHARED_TAINT: "pools of different tenants share a taint",
+    SOFT_ISOLATION: "a pool granted to a tenant without a NoSchedule or NoExecute taint",
     # cluster (gpustack.checks.cluster)
-    "GS801": "an unpinned chart version",
-    "GS802": "a Kubernetes version outside the supported range",
-    "GS803": "a Kubernetes version without ValidatingAdmissionPolicy",
-    "GS804": "a MIG pool with stack: device-plugin (needs an existing GPU Operator's MIG manager)",
-    "GS805": "a selector pool's minNodes above its maxNodes",
-    "GS806": "a GPU Operator chart outside the v26.7.x line gpustack's values are checked against",
+    UNPINNED_CHART: "an unpinned chart version",
+    UNSUPPORTED_KUBERNETES: "a Kubernetes version outside the supported range",
+    NO_ADMISSION_POLICIES: "a Kubernetes version without ValidatingAdmissionPolicy",
+    MIG_WITHOUT_OPERATOR: "a MIG pool with stack: device-plugin (needs an existing GPU Operator's MIG manager)",
+    SELECTOR_RANGE: "a selector pool's minNodes above its maxNodes",
+    OPERATOR_CHART_SERIES: "a GPU Operator chart outside the v26.7.x line gpustack's values are checked against",
     # output (gpustack.write)
-    "GS901": "the output directory cannot be replaced safely",
+    OUTPUT_UNSAFE: "the output directory cannot be replaced safely",
     # rollout (gpustack.rollout)
-    "GS951": "a rollout wave leaves tenants below their guaranteed quota",
+    ROLLOUT_CAPACITY_DROP: "a rollout wave leaves tenants below their guaranteed quota",
 }
 
 DOCS_FOLDER = "docs/codes"
@@ -111,347 +197,365 @@ def docs_page(code: str) -> str:
 
 # Per code: what triggers it and how to fix it, for docs/codes/GSnnn.md (scripts/code_docs.py) and SARIF help.
 EXPLANATIONS: dict[str, tuple[str, str]] = {
-    "GS001": (
+    FILE_UNREADABLE: (
         "The blueprint path does not exist, is a directory, a device or a pipe, or cannot be opened.",
         "Check the path (it is relative to where you run gpustack); pass `-` to read standard input.",
     ),
-    "GS002": (
+    FILE_TOO_LARGE: (
         "The file is larger than gpustack reads (a blueprint is a few kilobytes; the cap protects CI from "
         "runaway input).",
         "Check that the path names the blueprint and not a generated or binary file; split a huge blueprint.",
     ),
-    "GS003": (
+    NOT_UTF8: (
         "The file holds bytes that are not UTF-8, or control characters YAML does not allow.",
         "Save the file as UTF-8 text, and remove control characters (NUL, escape codes) pasted into it.",
     ),
-    "GS004": (
+    YAML_SYNTAX: (
         "The YAML parser stopped: bad indentation, a tab used for indentation, an unclosed quote or bracket, "
         "or a `: ` inside an unquoted value.",
         "Fix the text at the position shown; the hint names the usual cause. Quote values that contain `: ` or `#`.",
     ),
-    "GS005": (
+    DUPLICATE_KEY: (
         "A mapping has the same key twice. Plain YAML keeps the last one silently; gpustack refuses.",
         "Keep one of the two keys (the note shows where the first one is).",
     ),
-    "GS006": (
+    ALIAS: (
         "The blueprint uses an anchor (`&a`), an alias (`*a`) or a merge key (`<<`). Aliases can expand a small "
         "file into a huge one, and hide what a field really holds.",
         "Write the value out in full where it is needed.",
     ),
-    "GS007": (
+    CUSTOM_TAG: (
         "A value carries a YAML tag (`!Ref`, `!!python/object`, or a standard tag on a value that does not fit it).",
         "Remove the tag; quote the value if it should be a string.",
     ),
-    "GS008": ("The file holds a second YAML document after `---`.", "Put each blueprint in a file of its own."),
-    "GS009": (
+    SEVERAL_DOCUMENTS: (
+        "The file holds a second YAML document after `---`.",
+        "Put each blueprint in a file of its own.",
+    ),
+    NON_STRING_KEY: (
         "A mapping key is not a string: `true:`, `1:`, `null:` or a complex key.",
         'Quote the key (`"true":`) or give it a name.',
     ),
-    "GS010": ("Collections are nested deeper than any blueprint needs.", "Flatten the structure."),
-    "GS011": (
+    TOO_DEEP: ("Collections are nested deeper than any blueprint needs.", "Flatten the structure."),
+    EMPTY_DOCUMENT: (
         "The file has no content, only comments, or only `null`.",
         "Start from blueprints/quickstart.yaml: a blueprint is a mapping with apiVersion, kind, metadata and spec.",
     ),
-    "GS101": (
+    UNKNOWN_FIELD: (
         "A field the schema does not know, usually a typo or a field at the wrong level.",
         "Use the field the hint suggests; `gpustack schema` and docs/blueprint-format.md list every field.",
     ),
-    "GS102": ("A required field is missing.", "Add the field; the hint says what it means."),
-    "GS103": (
+    MISSING_FIELD: ("A required field is missing.", "Add the field; the hint says what it means."),
+    WRONG_TYPE: (
         "A value has the wrong type: a number where a string is needed (`version: 1.30` is a float), a mapping "
         "where a list is needed, and so on.",
         "Write the type the message expects; quote versions and numbers meant as text.",
     ),
-    "GS104": (
+    NOT_ALLOWED_VALUE: (
         "A value is not one of the values the field allows (an enum or a constant).",
         "Use one of the allowed values; the hint suggests the nearest.",
     ),
-    "GS105": (
+    BAD_FORMAT: (
         "A value does not have the field's format: a Kubernetes name, a quantity, a label key, a version.",
         "Write it in the format the message describes; the hint suggests a fixed spelling where it can.",
     ),
-    "GS106": ("A number or a list length is outside the field's range.", "Use a value within the range shown."),
-    "GS107": ("A list that must hold distinct items holds one twice.", "Remove the repeated item."),
-    "GS108": (
+    OUT_OF_RANGE: ("A number or a list length is outside the field's range.", "Use a value within the range shown."),
+    DUPLICATE_ITEM: ("A list that must hold distinct items holds one twice.", "Remove the repeated item."),
+    COMBINATION: (
         "Two fields that exclude each other, or a field that needs another (e.g. `hami` without `strategy: hami`).",
         "Keep the fields that match the chosen mode; the hint names the rule.",
     ),
-    "GS201": ("Two pools, tenants or workloads have the same name.", "Give each its own name."),
-    "GS202": (
+    DUPLICATE_NAME: ("Two pools, tenants or workloads have the same name.", "Give each its own name."),
+    NAMESPACE_IN_TWO_TENANTS: (
         "Two tenants list the same namespace; its quota and admission policy cannot serve both.",
         "Give each tenant namespaces of its own.",
     ),
-    "GS203": (
+    NODE_IN_TWO_POOLS: (
         "A node is listed in two pools; a node carries one pool's labels, taints and device-plugin config.",
         "List the node in one pool.",
     ),
-    "GS204": ("A tenant or workload names a pool that is not defined.", "Fix the name (see the hint) or add the pool."),
-    "GS205": (
+    UNKNOWN_POOL: (
+        "A tenant or workload names a pool that is not defined.",
+        "Fix the name (see the hint) or add the pool.",
+    ),
+    UNKNOWN_TENANT: (
         "A workload names a tenant or a namespace that no tenant owns.",
         "Fix the name (see the hint) or add the tenant or namespace.",
     ),
-    "GS206": (
+    SYSTEM_NAMESPACE: (
         "A tenant claims a namespace of the cluster's own components (kube-system, the device plugin's, the GPU "
         "Operator's): admission policies leave those alone, so the tenant would be unconfined.",
         "Give the tenant a namespace of its own.",
     ),
-    "GS301": (
+    UNKNOWN_MODEL: (
         "`gpu.model` names no GPU in the catalog.",
         "Use a catalog key (`A100-SXM4-80GB`), the `nvidia.com/gpu.product` label your nodes carry, or a GKE "
         "accelerator name (`nvidia-tesla-t4`); `gpustack models TEXT` lists the matches.",
     ),
-    "GS302": (
+    MIG_UNSUPPORTED: (
         "A pool asks for MIG on a GPU that cannot be partitioned (only A30, A100, H100, H200, GH200, B200, GB200 and "
         "RTX PRO 6000 Blackwell can).",
         "Share the GPU with time-slicing or MPS, or move the pool to a MIG-capable model.",
     ),
-    "GS303": (
+    MIG_LAYOUT_IMPOSSIBLE: (
         "A MIG layout the GPU cannot make: an unknown profile, too many instances, more memory or compute "
         "slices than the GPU has, or instances that cannot be placed side by side.",
         "Use one of the valid layouts the hint lists; `gpustack models MODEL` shows each profile.",
     ),
-    "GS304": (
+    MIG_SINGLE_MIXED: (
         "The `single` MIG strategy with a layout of several profiles: the device plugin refuses the node.",
         "Use one profile per GPU, or `strategy: mixed`.",
     ),
-    "GS305": (
+    MIG_GROUPS_UNEVEN: (
         "MIG groups that leave a GPU out, or list one twice.",
         "Make the groups' GPU indexes cover 0..count-1 exactly once.",
     ),
-    "GS401": ("MPS and MIG on one pool: the device plugin refuses MPS on MIG devices.", "Choose MIG or MPS."),
-    "GS402": (
+    MPS_WITH_MIG: ("MPS and MIG on one pool: the device plugin refuses MPS on MIG devices.", "Choose MIG or MPS."),
+    TOO_FEW_REPLICAS: (
         "Time-slicing or MPS with `replicas` below 2: the device plugin fails to start.",
         "Use 2 or more replicas, or `strategy: none` for whole GPUs.",
     ),
-    "GS403": (
+    MPS_TOO_MANY_CLIENTS: (
         "More MPS replicas than the GPU's MPS server takes clients (48 from compute capability 7.5, else 16).",
         "Lower `replicas` to the cap.",
     ),
-    "GS404": (
+    MEMORY_OVERSUBSCRIBED: (
         "A time-sliced pool where the pods that can land on one GPU ask for more memory than it has: "
         "time-slicing shares compute, not memory.",
         "Lower `timeSlicing.replicas`, lower the workload's memory, or use MIG or HAMi for memory isolation.",
     ),
-    "GS405": (
+    MPS_WITHOUT_GFD: (
         "An MPS pool with GPU Feature Discovery off: the MPS daemon only runs where GFD labels the node.",
         "Set `devicePlugin.gfd: true`.",
     ),
-    "GS406": (
+    OWNED_LABEL: (
         "A pool sets a label gpustack derives from the blueprint (its pool label, `nvidia.com/mig.config`, "
         "the device-plugin config label).",
         "Remove the label: gpustack writes it from the pool's sharing.",
     ),
-    "GS407": (
+    GFD_LABEL: (
         "A pool sets a label GPU Feature Discovery writes from the hardware (`nvidia.com/gpu.product`, "
         "`nvidia.com/gpu.memory`, `nvidia.com/cuda.*`, `nvidia.com/mig-<profile>.*`, ...): GFD overwrites it on "
         "its next pass, so the value in the blueprint never holds. Only while GFD is on.",
         "Remove the label; select the pool's nodes by gpustack's `gpustack.io/pool` label.",
     ),
-    "GS409": (
+    HAMI_SETTINGS_DIFFER: (
         "HAMi pools with different HAMi settings: gpustack installs one HAMi release, which takes one value.",
         "Give every HAMi pool the same settings.",
     ),
-    "GS420": (
+    DRA_SHARING: (
         "A pool with `allocation: dra` uses time-slicing, MPS or HAMi sharing. The NVIDIA DRA driver shares a GPU "
         "only between the containers of one claim, so replicas of a GPU cannot be handed to separate pods.",
         "Use `sharing: none` or `mig` (pre-made MIG devices) on the DRA pool, or keep the pool on "
         "`allocation: device-plugin`.",
     ),
-    "GS421": (
+    DRA_AND_DEVICE_PLUGIN: (
         "A node is listed in a DRA pool and in a pool a device plugin (NVIDIA's or HAMi's) serves. The DRA driver "
         "and the plugin would both hand out its GPUs, so pods of each could get the same GPU.",
         "List each node in one pool only; to change a node's allocation, move it from one pool to the other.",
     ),
-    "GS422": (
+    DRA_API_UNAVAILABLE: (
         "The blueprint's Kubernetes version does not serve the resource.k8s.io API its DRA objects need: "
         "resource.k8s.io/v1 arrives in 1.34, v1beta2 in 1.33, v1beta1 in 1.32.",
         "Target Kubernetes 1.34 or newer, or opt in to a beta API served at your version with `spec.dra.apiVersion`, "
         "or keep the pools on `allocation: device-plugin`.",
     ),
-    "GS423": (
+    DRA_BETA_API: (
         "A warning: DRA objects use a beta resource.k8s.io API (`spec.dra.apiVersion`). Before 1.34 DRA is off "
         "unless its feature gate and API are turned on everywhere; from 1.34 the betas are deprecated, and "
         "DeviceClass `extendedResourceName` exists only in v1.",
         "Target Kubernetes 1.34 or newer and drop `spec.dra.apiVersion` to use resource.k8s.io/v1.",
     ),
-    "GS424": (
+    DRA_SCHEDULER: (
         "A tenant that queues through Kueue or Volcano is granted a DRA pool, or a VolcanoJob runs on one. Their "
         "quotas and gangs count extended resources, which a pod claiming devices does not request, so the queue "
         "would admit without limit.",
         "Give the tenant `scheduler: default` on DRA pools (its quota becomes device counts per DeviceClass in a "
         "ResourceQuota), use a Job instead of a VolcanoJob, or keep the pool on `allocation: device-plugin`.",
     ),
-    "GS501": ("A tenant's quota on a pool is more than the pool has.", "Lower the quota, or add nodes to the pool."),
-    "GS502": (
+    QUOTA_ABOVE_POOL: (
+        "A tenant's quota on a pool is more than the pool has.",
+        "Lower the quota, or add nodes to the pool.",
+    ),
+    QUOTA_ON_UNKNOWN_RESOURCE: (
         "A quota or limit names a resource the pool does not advertise (e.g. a MIG profile on a time-sliced pool).",
         "Use a resource the pool advertises (the hint lists them).",
     ),
-    "GS503": (
+    QUOTA_ON_UNGRANTED_POOL: (
         "A tenant has a quota on a pool it may not use.",
         "Add the pool to the tenant's pools, or drop the quota.",
     ),
-    "GS504": (
+    WORKLOAD_ON_UNGRANTED_POOL: (
         "A workload runs on a pool its tenant may not use: admission would refuse its pods.",
         "Move the workload, or grant the pool to the tenant.",
     ),
-    "GS505": (
+    DEMAND_ABOVE_QUOTA: (
         "A tenant's workload templates request more than its quota (plus what a Kueue tenant may borrow): pods "
         "beyond it are refused with `exceeded quota`.",
         "Raise the quota, or lower the templates' replicas or requests.",
     ),
-    "GS506": (
+    QUOTA_ON_SHARED_RESOURCE: (
         "Quotas on several pools that advertise the same resource name: one ResourceQuota counts them together.",
         "Use distinct resource names (sharing modes) per pool, or Kueue for per-pool quota.",
     ),
-    "GS507": (
+    QUOTA_PER_NAMESPACE: (
         "A tenant with several namespaces gets its quota repeated in each one: a per-namespace ResourceQuota "
         "cannot cap the tenant as a whole.",
         "Use one namespace per tenant, or Kueue, whose ClusterQueue caps all of a tenant's namespaces together.",
     ),
-    "GS508": (
+    KUEUE_NO_NODE_RESOURCES: (
         "A pool a Kueue tenant uses gives no `nodeResources` cpu and memory; Kueue admits a workload only when its "
         "ClusterQueue covers every resource the pods request.",
         "Add `nodeResources: {cpu: ..., memory: ...}` (allocatable per node) to the pool.",
     ),
-    "GS509": (
+    VOLCANO_RESERVED_QUEUE: (
         "A Volcano tenant named `default` or `root`: its Queue would overwrite a queue Volcano manages.",
         "Rename the tenant.",
     ),
-    "GS510": ("A Kueue tenant's pool has more taints than a ResourceFlavor holds (8).", "Keep at most 8 taints."),
-    "GS511": (
+    KUEUE_TOO_MANY_TAINTS: (
+        "A Kueue tenant's pool has more taints than a ResourceFlavor holds (8).",
+        "Keep at most 8 taints.",
+    ),
+    KUEUE_LENDING_ABOVE_QUOTA: (
         "A Kueue lending limit above the tenant's nominal quota: Kueue rejects the ClusterQueue.",
         "Lend at most the nominal quota.",
     ),
-    "GS601": (
+    NEED_UNMET: (
         "A workload asks for a GPU, a MIG profile, an amount of memory or compute its pool cannot give.",
         "Change the workload's `gpu` need, or place it on a pool that offers it (the hint says which).",
     ),
-    "GS602": (
+    DEVICE_ENV_SET: (
         "A workload sets CUDA_VISIBLE_DEVICES: the device plugin already exposes exactly the allocated GPUs.",
         "Remove the variable.",
     ),
-    "GS603": (
+    SHARED_REQUEST_ABOVE_ONE: (
         "A pod asks for more than one shared GPU where the time-slicing config fails such requests.",
         "Ask for 1 shared GPU per pod.",
     ),
-    "GS604": ("A VolcanoJob for a tenant that does not use Volcano.", "Set the tenant's `scheduler: volcano`."),
-    "GS605": (
+    VOLCANO_JOB_WITHOUT_VOLCANO: (
+        "A VolcanoJob for a tenant that does not use Volcano.",
+        "Set the tenant's `scheduler: volcano`.",
+    ),
+    TEMPLATE_UNREADABLE: (
         "A workload's template file is missing, not a regular file, too large or not UTF-8.",
         "Fix the path: it is relative to the blueprint's folder.",
     ),
-    "GS606": (
+    TEMPLATE_ERROR: (
         "A workload's Jinja2 template fails to render (an undefined name, a syntax error) or renders to something "
         "that is not a Kubernetes object of an allowed kind.",
         "Fix the template at the line shown; the hint lists the variables a template gets.",
     ),
-    "GS607": (
+    VOLCANO_JOB_ON_HAMI: (
         "A VolcanoJob on a HAMi pool: only HAMi's scheduler knows which share of which GPU is free.",
         "Run it as a Job or Deployment on the HAMi pool, or as a VolcanoJob on another pool.",
     ),
-    "GS608": (
+    MEMORY_BELOW_GPU_MEMORY: (
         "A workload's memory (given, or sized from its pool's nodeResources) is below the GPU memory its pods hold: "
         "loading a model of that size into host memory first fails with OOMKilled.",
         "Give the workload `resources.memory` at least the GPU memory it requests, or nodeResources to size from.",
     ),
-    "GS701": (
+    GPU_TAINT_ON_DEDICATED_POOL: (
         "A tenant-dedicated pool tainted `nvidia.com/gpu`: the ExtendedResourceToleration admission plugin adds "
         "that toleration to every GPU pod, so other tenants' pods pass the taint.",
         "Taint with a key of your own, e.g. `gpustack.io/pool=NAME`.",
     ),
-    "GS702": (
+    NO_EXECUTE_TAINT: (
         "A NoExecute taint: applying it evicts every running pod on the pool's nodes that does not tolerate it.",
         "Use NoSchedule unless you mean to drain the nodes.",
     ),
-    "GS703": (
+    HAMI_POOL_SHARED: (
         "Tenants share a HAMi pool: HAMi's limits are enforced inside each container and can be bypassed.",
         "Give each tenant its own HAMi pool, or use MIG for hardware isolation between tenants.",
     ),
-    "GS704": (
+    SHARED_TAINT: (
         "Pools of different tenants share a taint, so a pod that tolerates it for one pool passes the other's too.",
         "Give each pool a taint of its own.",
     ),
-    "GS801": (
+    UNPINNED_CHART: (
         "A chart version that floats (`latest`, a range): the same blueprint installs different software over time.",
         "Pin an exact release.",
     ),
-    "GS802": ("`kubernetes.version` is outside the range gpustack supports.", "Target a supported version."),
-    "GS803": (
+    UNSUPPORTED_KUBERNETES: (
+        "`kubernetes.version` is outside the range gpustack supports.",
+        "Target a supported version.",
+    ),
+    NO_ADMISSION_POLICIES: (
         "The target Kubernetes has no ValidatingAdmissionPolicy (GA in 1.30): tenant isolation rests on taints alone.",
         "Upgrade to 1.30 or newer.",
     ),
-    "GS804": (
+    MIG_WITHOUT_OPERATOR: (
         "A MIG pool with `stack: device-plugin`: the standalone device plugin cannot partition GPUs, so the layout "
         "is applied only by a GPU Operator's MIG manager the cluster already runs.",
         "Set `spec.stack: gpu-operator` so gpustack installs the operator with the layouts, or run the GPU Operator "
         "in the MIG manager's namespace as `mig/README.md` says.",
     ),
-    "GS805": (
+    SELECTOR_RANGE: (
         "A selector pool's `minNodes` is above its `maxNodes`: no node count satisfies both.",
         "Give the autoscaled node pool's real range: `minNodes` is the floor, `maxNodes` the ceiling.",
     ),
-    "GS806": (
+    OPERATOR_CHART_SERIES: (
         "A GPU Operator chart outside the v26.7.x line: the values gpustack writes are checked against v26.7.0, and "
         "the chart silently ignores keys it does not know.",
         "Pin a v26.7.x release, or compare `gpu-operator/values.yaml` with that chart's values.yaml first.",
     ),
-    "GS901": (
+    OUTPUT_UNSAFE: (
         "`compile` cannot replace the output directory safely: it is a file, it holds files gpustack did not write, "
         "or writing failed (the previous output is left as it was).",
         "Point `--out-dir` at an empty or gpustack-made directory, and check the disk.",
     ),
-    "GS951": (
+    ROLLOUT_CAPACITY_DROP: (
         "`gpustack rollout` found a wave that takes enough nodes out at once to leave a tenant with less capacity "
         "than the quota the old blueprint guaranteed it.",
         "Lower `--max-unavailable`, lower the tenant's quota first, or pass `--allow-capacity-drop` if the dip is "
         "accepted.",
     ),
-    "GS020": (
+    SNAPSHOT_MALFORMED: (
         "An object in the cluster snapshot given to `import`, `drift` or `simulate --cluster` does not have the shape "
         "`kubectl get ... -o yaml` prints: a field of the wrong type, a missing name, a list where a mapping belongs.",
         "Pass the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
     ),
-    "GS021": (
+    SNAPSHOT_UNKNOWN_PRODUCT: (
         "A node's `nvidia.com/gpu.product` label names a GPU the catalog does not know; `import` keeps its pool, "
         "commented out, instead of dropping it.",
         "Check `gpustack models TEXT` for the product, then uncomment the pool with a catalog key as `gpu.model`.",
     ),
-    "GS022": (
+    SNAPSHOT_NO_PRODUCT_LABEL: (
         "A node advertises NVIDIA GPUs but carries no `nvidia.com/gpu.product` label, so `import` cannot tell the "
         "model (GPU Feature Discovery is not running there, or NFD dropped the label).",
         "Run GPU Feature Discovery (the GPU Operator does) and snapshot again, or write the pool's `gpu.model` by "
         "hand.",
     ),
-    "GS023": (
+    SNAPSHOT_MIG_UNREADABLE: (
         "A MIG node's GFD counts do not make the same layout on every GPU, and the snapshot has no mig-parted "
         "ConfigMap that says which GPU holds what, so `import` leaves the pool out.",
         "Include the MIG manager's ConfigMap in the snapshot (`kubectl get cm -n gpu-operator -o yaml`), or write "
         "the pool's `mig.groups` by hand.",
     ),
-    "GS207": (
+    CORDONED_NOT_IN_POOL: (
         "A pool's `cordoned` list names a node that is not in the pool's `nodes`.",
         "List only the pool's own nodes under `cordoned` (check the spelling).",
     ),
-    "GS306": (
+    SHARING_ON_CPU_POOL: (
         "A pool without `gpu` (a CPU-only pool) sets a GPU sharing strategy.",
         "Remove `sharing` from the CPU-only pool, or give it a `gpu` block.",
     ),
-    "GS307": (
+    MACHINE_TYPE_MISMATCH: (
         "A pool's `cloud.machineType` is not a GPU machine type of its provider gpustack knows, or has another GPU "
         "model or count than the pool's `gpu`; or the pool leaves machineType out and no machine type has its GPUs.",
         "Pick a machine type from the hint (they carry exactly the pool's GPUs), fix `gpu`, or leave machineType out "
         "and gpustack picks the smallest matching one (`gpustack/data/cloud-machines.yaml` lists them).",
     ),
-    "GS308": (
+    CLOUD_SELECTOR_ELSEWHERE: (
         "A cloud pool gives a `selector` that the nodes of its provider pool would not match: they carry the "
         "provider's node-pool label valued with the pool's name, gpustack's pool label and the pool's labels.",
         "Drop the selector (gpustack selects the provider's node-pool label), or select on one of those labels.",
     ),
-    "GS705": (
+    SOFT_ISOLATION: (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "
         "none: the scheduler may place any pod there that asks for the resource its GPUs advertise.",
         "Taint the pool with effect `NoSchedule` (gpustack then gives the tenant's workloads the toleration).",
     ),
-    "GS609": (
+    TORCHRUN_SHAPE: (
         "A training job's torchrun command states the job's shape itself and gets it wrong: `--nnodes` is not the "
         "number of pods, `--nproc_per_node` is not the GPUs per pod, a fixed `--node_rank` on a multi-node job, or "
         "`--standalone` with more than one node; torchrun would wait for peers that never come.",

@@ -30,6 +30,7 @@ from gpustack.cluster_labels import (
     is_system_label,
     user_taints,
 )
+from gpustack.codes import SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.import_tenants import dns_label, infer_tenants
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, OPERATOR_DEVICE_PLUGIN_LABEL
@@ -434,7 +435,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: Snapshot, catalog: Catalog) -> list
         if product is None:
             return [
                 _diagnostic(
-                    "GS022",
+                    SNAPSHOT_NO_PRODUCT_LABEL,
                     f"node {node.name} has GPUs but no {PRODUCT} label; pool '{pool.name}' ({names}) is written "
                     "commented out",
                     snapshot,
@@ -447,7 +448,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: Snapshot, catalog: Catalog) -> list
         did_you_mean = f"; nearest known: {', '.join(suggestions)}" if suggestions else ""
         return [
             _diagnostic(
-                "GS021",
+                SNAPSHOT_UNKNOWN_PRODUCT,
                 f"unknown GPU product '{product}' on {names}: expected a model in gpustack's catalog "
                 f"(gpustack models){did_you_mean}; pool '{pool.name}' is written commented out",
                 snapshot,
@@ -459,7 +460,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: Snapshot, catalog: Catalog) -> list
         config = pool.sharing["unreadable-mig"]
         return [
             _diagnostic(
-                "GS023",
+                SNAPSHOT_MIG_UNREADABLE,
                 f"the MIG layout of {names} (mig.config '{config}') cannot be read from the labels: expected the "
                 f"same layout on every GPU, or the mig-parted ConfigMap; pool '{pool.name}' is left out",
                 snapshot,

@@ -39,6 +39,19 @@ from yaml.events import (
     StreamEndEvent,
 )
 
+from gpustack.codes import (
+    ALIAS,
+    CUSTOM_TAG,
+    DUPLICATE_KEY,
+    EMPTY_DOCUMENT,
+    FILE_TOO_LARGE,
+    FILE_UNREADABLE,
+    NON_STRING_KEY,
+    NOT_UTF8,
+    SEVERAL_DOCUMENTS,
+    TOO_DEEP,
+    YAML_SYNTAX,
+)
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Position, Severity, Span
 
 MAX_BYTES: Final = 8 * 1024 * 1024
@@ -263,7 +276,7 @@ def _read_stdin(name: str) -> bytes | str:
 def _unreadable(name: str, error: OSError | ValueError) -> Diagnostic:
     reason = getattr(error, "strerror", None) or str(error)
     hint = next((hint for kind, hint in _READ_HINTS if isinstance(error, kind)), "check that the file exists")
-    return _error("GS001", f"cannot read {name}: {reason}", hint, name, Position(1, 1))
+    return _error(FILE_UNREADABLE, f"cannot read {name}: {reason}", hint, name, Position(1, 1))
 
 
 def _too_large(name: str, size: int | None, *, at_least: bool = False) -> Diagnostic:
@@ -273,7 +286,7 @@ def _too_large(name: str, size: int | None, *, at_least: bool = False) -> Diagno
     else:
         message = f"the file is {'at least ' if at_least else ''}{size:,} bytes; {limit}"
     hint = "a blueprint is usually a few kilobytes; check that this is the right file"
-    return _error("GS002", message, hint, name, Position(1, 1))
+    return _error(FILE_TOO_LARGE, message, hint, name, Position(1, 1))
 
 
 # --- text checks -------------------------------------------------------------------------
@@ -309,7 +322,7 @@ def _check_str_size(text: str, file: str) -> None:
 def _decode_utf8(data: bytes, file: str) -> str:
     if data.startswith(_UTF16_BOMS) and not data.startswith(codecs.BOM_UTF8):
         message = "the file is UTF-16 text (it starts with a UTF-16 byte-order mark); blueprints must be UTF-8"
-        raise DiagnosticError([_error("GS003", message, _ENCODING_HINT, file, Position(1, 1))])
+        raise DiagnosticError([_error(NOT_UTF8, message, _ENCODING_HINT, file, Position(1, 1))])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -317,7 +330,7 @@ def _decode_utf8(data: bytes, file: str) -> str:
         position = _position_at(before, len(before))
         bad = data[error.start]
         message = f"the file is not UTF-8 text: byte 0x{bad:02X} at offset {error.start} is not valid UTF-8"
-        raise DiagnosticError([_error("GS003", message, _ENCODING_HINT, file, position)]) from None
+        raise DiagnosticError([_error(NOT_UTF8, message, _ENCODING_HINT, file, position)]) from None
 
 
 _ENCODING_HINT: Final = "save the blueprint as UTF-8 text (most editors offer this under 'Save with encoding')"
@@ -335,7 +348,7 @@ def _check_printable(text: str, file: str) -> None:
         message = f"the file contains the control character U+{code_point:04X}, which YAML does not allow"
         hint = "remove it; if the file is binary or damaged, restore it from a good copy"
     position = _position_at(text, match.start())
-    raise DiagnosticError([_error("GS003", message, hint, file, position)])
+    raise DiagnosticError([_error(NOT_UTF8, message, hint, file, position)])
 
 
 def _position_at(text: str, offset: int) -> Position:
@@ -403,7 +416,7 @@ def _syntax_error(error: yaml.MarkedYAMLError, text: str, file: str) -> Diagnost
     elif context:
         message += f" ({context})"
     hint = _syntax_hint(problem, _char_at(text, position))
-    return _error("GS004", message, hint, file, position, related=related)
+    return _error(YAML_SYNTAX, message, hint, file, position, related=related)
 
 
 _SYNTAX_HINTS: Final[tuple[tuple[str, str], ...]] = (
@@ -436,13 +449,13 @@ def _char_at(text: str, position: Position) -> str:
 
 
 def _reader_error(error: yaml.YAMLError, file: str) -> Diagnostic:
-    return _error("GS003", f"the file is not valid YAML text: {error}", _ENCODING_HINT, file, Position(1, 1))
+    return _error(NOT_UTF8, f"the file is not valid YAML text: {error}", _ENCODING_HINT, file, Position(1, 1))
 
 
 def _too_deep(file: str, position: Position, path: JsonPath) -> Diagnostic:
     message = f"collections are nested more than {MAX_DEPTH} levels deep"
     hint = "flatten the structure; no blueprint needs this much nesting"
-    return _error("GS010", message, hint, file, position, path)
+    return _error(TOO_DEEP, message, hint, file, position, path)
 
 
 def _position(mark: _Mark) -> Position:
@@ -534,14 +547,17 @@ class _Builder:
         next_event()  # StreamStartEvent
         if isinstance(next_event(), StreamEndEvent):  # else a DocumentStartEvent
             self._fail(
-                "GS011", "the blueprint is empty: there is no YAML content to validate", _EMPTY_HINT, Position(1, 1)
+                EMPTY_DOCUMENT,
+                "the blueprint is empty: there is no YAML content to validate",
+                _EMPTY_HINT,
+                Position(1, 1),
             )
         data = self._build_root(next_event)
         next_event()  # DocumentEndEvent
         event = next_event()
         if not isinstance(event, StreamEndEvent):
             self._fail(
-                "GS008",
+                SEVERAL_DOCUMENTS,
                 "found a second YAML document; a blueprint is a single document",
                 "remove the '---' line, or put each blueprint in a file of its own",
                 _position(event.start_mark),
@@ -549,7 +565,7 @@ class _Builder:
         if self.diagnostics:
             raise DiagnosticError(self.diagnostics)
         if data is None:  # `---` alone, or a lone `~`/`null`
-            self._fail("GS011", "the blueprint is empty: its only content is null", _EMPTY_HINT, Position(1, 1))
+            self._fail(EMPTY_DOCUMENT, "the blueprint is empty: its only content is null", _EMPTY_HINT, Position(1, 1))
         return data
 
     def _build_root(self, next_event: Callable[[], Any]) -> Any:
@@ -633,7 +649,7 @@ class _Builder:
             return _SCALAR_CONVERTERS[tag](text)
         except ValueError:  # an integer beyond Python's 4300-digit conversion limit
             message = f"the number starting {text[:20]!r} has too many digits to read"
-            self._report("GS004", message, "quote it if it is meant as text", start, path or ())
+            self._report(YAML_SYNTAX, message, "quote it if it is meant as text", start, path or ())
             return None
 
     def _scalar_tag(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> str | None:
@@ -651,7 +667,7 @@ class _Builder:
         if pattern is not None and not pattern.fullmatch(event.value):
             message = f"{event.value!r} is not a valid {_tag_name(tag)} value"
             hint = "remove the tag, or write the value the way YAML 1.2 spells it"
-            self._report("GS007", message, hint, start, path or ())
+            self._report(CUSTOM_TAG, message, hint, start, path or ())
             return None
         return tag
 
@@ -661,7 +677,7 @@ class _Builder:
             self._report_anchor(message, start, path)
 
     def _report_tag(self, message: str, start: _Mark, path: JsonPath | None) -> None:
-        self._report("GS007", message, "remove the tag; quote the value if it should be a string", start, path or ())
+        self._report(CUSTOM_TAG, message, "remove the tag; quote the value if it should be a string", start, path or ())
 
     def _alias(self, event: AliasEvent, start: _Mark, path: JsonPath | None) -> object:
         message = f"alias '*{event.anchor}' is not allowed; blueprints cannot use anchors or aliases"
@@ -672,7 +688,7 @@ class _Builder:
         # One report is enough: a billion-laughs file has hundreds of anchors and aliases.
         if not self._reported_anchor:
             self._reported_anchor = True
-            self._report("GS006", message, _ALIAS_HINT, start, path or ())
+            self._report(ALIAS, message, _ALIAS_HINT, start, path or ())
 
     def _add_to_mapping(self, parent: _Frame, value: Any, start: _Mark, event: ScalarEvent | None) -> None:
         container = parent.container
@@ -703,7 +719,7 @@ class _Builder:
         first = _position(first_mark)
         message = f"duplicate key {key!r} (first defined at line {first.line}, column {first.column})"
         hint = "remove one of them; YAML would silently keep only the last one"
-        self._report("GS005", message, hint, start, key_path, related=(Span(self._file, first),))
+        self._report(DUPLICATE_KEY, message, hint, start, key_path, related=(Span(self._file, first),))
         return _BAD_KEY  # its value must not be checked against the first one's positions
 
     def _report_key_type(self, key: Any, start: _Mark, path: JsonPath, event: ScalarEvent | None) -> None:
@@ -715,7 +731,7 @@ class _Builder:
         else:
             shown = kind if event.value == kind else f"{kind} {event.value}"  # not "got null null"
             message, hint = f"mapping keys must be strings, got {shown}", f'quote it: "{event.value}"'
-        self._report("GS009", message, hint, start, path)
+        self._report(NON_STRING_KEY, message, hint, start, path)
 
     def _report(
         self, code: str, message: str, hint: str, start: _Mark, path: JsonPath, related: tuple[Span, ...] = ()

@@ -24,6 +24,16 @@ from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from gpustack.codes import (
+    BAD_FORMAT,
+    COMBINATION,
+    DUPLICATE_ITEM,
+    MISSING_FIELD,
+    NOT_ALLOWED_VALUE,
+    OUT_OF_RANGE,
+    UNKNOWN_FIELD,
+    WRONG_TYPE,
+)
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span, format_json_path, sort_diagnostics
 from gpustack.load import Document
 
@@ -35,14 +45,6 @@ SCHEMA_FILE = "blueprint.schema.json"
 
 Typos = frozenset[tuple[JsonPath, str]]
 
-UNKNOWN_FIELD = "GS101"
-MISSING_FIELD = "GS102"
-WRONG_TYPE = "GS103"
-NOT_ALLOWED_VALUE = "GS104"
-BAD_FORMAT = "GS105"
-OUT_OF_RANGE = "GS106"
-DUPLICATE_ITEM = "GS107"
-COMBINATION = "GS108"
 SHAPE_CODES = frozenset(
     {UNKNOWN_FIELD, MISSING_FIELD, WRONG_TYPE, NOT_ALLOWED_VALUE, BAD_FORMAT, OUT_OF_RANGE, DUPLICATE_ITEM, COMBINATION}
 )
@@ -118,7 +120,7 @@ def _oversized(doc: Document) -> Iterator[Diagnostic]:
         path, value = stack.pop()
         if isinstance(value, dict | list) and len(value) > MAX_ENTRIES:
             yield Diagnostic(
-                "GS106",
+                OUT_OF_RANGE,
                 Severity.ERROR,
                 f"{_name(path) if path else 'the document'} has {len(value)} entries: at most {MAX_ENTRIES} allowed",
                 doc.span(path),
@@ -142,7 +144,7 @@ def _non_finite(doc: Document) -> Iterator[Diagnostic]:
             stack.extend(((*path, index), item) for index, item in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
             yield Diagnostic(
-                "GS106",
+                OUT_OF_RANGE,
                 Severity.ERROR,
                 f"{_name(path) if path else 'the document'} is {value}: only finite numbers are allowed",
                 doc.span(path),

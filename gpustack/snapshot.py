@@ -14,6 +14,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
+from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
 from gpustack.load import Document, parse_document, read_document
 from gpustack.quantity import parse_quantity
@@ -128,7 +129,7 @@ class _Reader:
     def fail(self, path: JsonPath, message: str, expected: str, hint: str) -> None:
         self.problems.append(
             Diagnostic(
-                "GS020",
+                SNAPSHOT_MALFORMED,
                 Severity.ERROR,
                 f"{message}; expected {expected}",
                 self.document.span(path),

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.codes import TEMPLATE_UNREADABLE
 from gpustack.context import Locate
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors, sort_diagnostics
 from gpustack.load import MAX_BYTES, Document, parse_document, read_document
@@ -22,7 +23,6 @@ from gpustack.model import Blueprint
 from gpustack.report import SourceLine
 from gpustack.schema import check_shape
 
-TEMPLATE_UNREADABLE = "GS605"
 MAX_TEMPLATE_BYTES = 1024 * 1024
 FOLDER_HINT = "template paths are relative to the blueprint's folder"
 CONFINED_HINT = (

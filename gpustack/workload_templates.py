@@ -23,6 +23,7 @@ from typing import Any
 from jinja2 import FunctionLoader, StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
+from gpustack.codes import TEMPLATE_ERROR
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, DiagnosticError
 from gpustack.dra import claim_problems
@@ -46,7 +47,6 @@ from gpustack.quantity import parse_quantity
 from gpustack.taints import read_toleration, taint_text
 from gpustack.yamlout import dump_yaml
 
-TEMPLATE_ERROR = "GS606"
 VARIABLES = ("workload", "tenant", "pool", "namespace", "resources", "tolerations", "affinity", "labels", "manifest")
 
 

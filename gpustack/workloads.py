@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpustack.codes import TEMPLATE_ERROR
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.dra import claim_devices, claim_template, is_dra
@@ -127,7 +128,7 @@ def identity(obj: Object) -> tuple[str, str, str, str]:
 def duplicate_identity(ctx: Context, workload: Workload, obj: Object) -> Diagnostic:
     _, kind, namespace, name = identity(obj)
     return ctx.error(
-        "GS606",
+        TEMPLATE_ERROR,
         (*workload.path, "template"),
         f"workload '{workload.name}': template {workload.template} renders {kind} '{name}' in namespace "
         f"'{namespace}', which another object of the output already is: one would replace the other",

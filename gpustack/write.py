@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity
 from gpustack.outputs import KUSTOMIZATION, README, render_files
 from gpustack.plan import Plan
@@ -38,7 +39,7 @@ FOREIGN_SHOWN = 5
 
 
 def _refuse(out_dir: str | os.PathLike[str], message: str, hint: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("GS901", Severity.ERROR, f"{out_dir}: {message}", None, (), hint)])
+    return DiagnosticError([Diagnostic(OUTPUT_UNSAFE, Severity.ERROR, f"{out_dir}: {message}", None, (), hint)])
 
 
 def render_output(plan: Plan) -> dict[str, str]:

@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from gpustack.codes import FILE_TOO_LARGE, FILE_UNREADABLE, OUTPUT_UNSAFE
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -78,9 +80,9 @@ def _case_examples() -> Iterator[tuple[str, str, str, str]]:
 def _made_examples() -> Iterator[tuple[str, str, str, str]]:
     """Codes no blueprint can show: a missing file, a huge file, an output directory gpustack did not write."""
     missing = validate_path("no-such-blueprint.yaml")
-    yield "GS001", "", "validate no-such-blueprint.yaml", _shown(missing.diagnostics[0], {})
+    yield FILE_UNREADABLE, "", "validate no-such-blueprint.yaml", _shown(missing.diagnostics[0], {})
     huge = validate_text("#" * (MAX_BYTES + 1), "huge.yaml")
-    yield "GS002", "", "validate huge.yaml", _shown(huge.diagnostics[0], {})
+    yield FILE_TOO_LARGE, "", "validate huge.yaml", _shown(huge.diagnostics[0], {})
     quickstart = validate_path(REPO / "blueprints" / "quickstart.yaml")
     assert quickstart.blueprint is not None
     with tempfile.TemporaryDirectory() as folder:
@@ -89,7 +91,7 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
             write_directory(compile_blueprint(quickstart.blueprint), folder)
         except DiagnosticError as error:
             text = _shown(error.diagnostics[0], {}).replace(folder, "out")
-            yield "GS901", "", "compile blueprints/quickstart.yaml -d out", text
+            yield OUTPUT_UNSAFE, "", "compile blueprints/quickstart.yaml -d out", text
     yield from _rollout_example()
     yield from _import_examples()
 

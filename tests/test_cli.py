@@ -13,6 +13,13 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES, REPO
 
 from gpustack.cli import group
+from gpustack.codes import (
+    DEMAND_ABOVE_QUOTA,
+    FILE_UNREADABLE,
+    QUOTA_ABOVE_POOL,
+    QUOTA_ON_UNGRANTED_POOL,
+    QUOTA_ON_UNKNOWN_RESOURCE,
+)
 
 INVALID = CASES / "invalid"
 
@@ -45,7 +52,12 @@ def test_json_output_lists_every_diagnostic_with_range() -> None:
     report = json.loads(out)
     assert report["valid"] is False
     diagnostics = report["files"][0]["diagnostics"]
-    assert {d["code"] for d in diagnostics} == {"GS501", "GS502", "GS503", "GS505"}
+    assert {d["code"] for d in diagnostics} == {
+        QUOTA_ABOVE_POOL,
+        QUOTA_ON_UNKNOWN_RESOURCE,
+        QUOTA_ON_UNGRANTED_POOL,
+        DEMAND_ABOVE_QUOTA,
+    }
     for diagnostic in diagnostics:
         assert diagnostic["range"]["start"]["line"] >= 1
         assert diagnostic["path"].startswith("$.spec.tenants[0].quota")
@@ -75,7 +87,7 @@ def test_usage_errors_exit_two() -> None:
 def test_missing_file_is_a_diagnostic_not_a_traceback() -> None:
     code, out, _ = run("validate", "does-not-exist.yaml")
     assert code == 1
-    assert "GS001" in out
+    assert FILE_UNREADABLE in out
     assert "Traceback" not in out
 
 

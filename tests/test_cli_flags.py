@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.cli import group
+from gpustack.codes import UNKNOWN_MODEL
 from gpustack.write import MANIFEST
 
 QUICKSTART = str(BLUEPRINTS / "quickstart.yaml")
@@ -112,7 +113,7 @@ def test_compile_json_of_an_invalid_blueprint_says_why_and_writes_nothing(tmp_pa
     assert code == 1
     report = json.loads(out)
     assert report["kind"] == "CompileReport" and report["valid"] is False and report["written"] is False
-    assert [d["code"] for d in report["diagnostics"]] == ["GS301"]
+    assert [d["code"] for d in report["diagnostics"]] == [UNKNOWN_MODEL]
     assert not (tmp_path / "o").exists()
 
 

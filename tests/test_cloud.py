@@ -14,6 +14,7 @@ from builders import blueprint, context
 
 from gpustack.catalog import load_catalog
 from gpustack.cloud import machine_table, pool_machine
+from gpustack.codes import CLOUD_SELECTOR_ELSEWHERE, COMBINATION, MACHINE_TYPE_MISMATCH
 from gpustack.compile import compile_blueprint
 from gpustack.compile.cloud import node_pool_specs, replacing_changes
 from gpustack.outputs import render_files
@@ -88,25 +89,25 @@ def test_a_machine_type_with_other_gpus_is_refused_at_its_line_with_the_matching
     provider: str, model: str, count: int, machine: str, hint: str
 ) -> None:
     [(code, path, found_hint)] = diagnostics(pool(provider, model, count, machine))
-    assert (code, path) == ("GS307", "spec.nodePools.0.cloud.machineType")
+    assert (code, path) == (MACHINE_TYPE_MISMATCH, "spec.nodePools.0.cloud.machineType")
     assert hint in found_hint
 
 
 def test_an_unknown_machine_type_is_refused_with_the_ones_that_fit() -> None:
     [(code, path, hint)] = diagnostics(pool("gke", "L4", 1, "g2-standard-5"))
-    assert (code, path) == ("GS307", "spec.nodePools.0.cloud.machineType")
+    assert (code, path) == (MACHINE_TYPE_MISMATCH, "spec.nodePools.0.cloud.machineType")
     assert "g2-standard-4, g2-standard-8" in hint
 
 
 def test_gpus_no_machine_type_has_are_refused_at_the_count() -> None:
     [(code, path, hint)] = diagnostics(pool("aks", "A100-SXM4-40GB", 2))
-    assert (code, path) == ("GS307", "spec.nodePools.0.gpu.count")
+    assert (code, path) == (MACHINE_TYPE_MISMATCH, "spec.nodePools.0.gpu.count")
     assert "only 8 per machine" in hint
 
 
 def test_a_cpu_only_cloud_pool_names_its_machine() -> None:
     cpu = {"name": "cpu", "cloud": {"provider": "eks"}, "count": 1}
-    assert [c for c, _, _ in diagnostics(cpu)] == ["GS307"]
+    assert [c for c, _, _ in diagnostics(cpu)] == [MACHINE_TYPE_MISMATCH]
     assert diagnostics({**cpu, "cloud": {"provider": "eks", "machineType": "m7i.large"}}) == []
 
 
@@ -144,7 +145,7 @@ def test_a_cloud_pool_selects_its_providers_node_pool_label(provider: str, label
 
 def test_a_selector_that_misses_the_providers_pool_is_refused_but_one_on_its_labels_is_taken() -> None:
     elsewhere = pool("gke", "L4", 1, selector={"matchLabels": {"cloud.google.com/gke-nodepool": "other"}})
-    assert [c for c, _, _ in diagnostics(elsewhere)] == ["GS308"]
+    assert [c for c, _, _ in diagnostics(elsewhere)] == [CLOUD_SELECTOR_ELSEWHERE]
     own = pool("gke", "L4", 1, labels={"team": "a"}, selector={"matchLabels": {"team": "a"}})
     assert diagnostics(own) == []
 
@@ -152,7 +153,7 @@ def test_a_selector_that_misses_the_providers_pool_is_refused_but_one_on_its_lab
 def test_a_cloud_pool_is_sized_like_a_selector_pool() -> None:
     unsized = pool("gke", "L4", 1)
     del unsized["minNodes"], unsized["maxNodes"]
-    assert {c for c, _, _ in diagnostics(unsized)} == {"GS108"}  # count, or minNodes and maxNodes
+    assert {c for c, _, _ in diagnostics(unsized)} == {COMBINATION}  # count, or minNodes and maxNodes
 
 
 TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]

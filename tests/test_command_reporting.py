@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from conftest import CASES
 
 from gpustack.cli import group
+from gpustack.codes import MIG_LAYOUT_IMPOSSIBLE
 
 INVALID = CASES / "invalid" / "seed-a100-4x3g20gb.yaml"
 VALID = CASES / "review" / "mig-layout" / "before.yaml"
@@ -55,7 +56,7 @@ def test_an_invalid_blueprint_as_json(name: str, tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     # compile answers with its own CompileReport (valid: false, nothing written); the others with validate's report
     [file] = [report] if report["kind"] == "CompileReport" else report["files"]
-    assert file["file"] == str(INVALID) and file["diagnostics"][0]["code"] == "GS303"
+    assert file["file"] == str(INVALID) and file["diagnostics"][0]["code"] == MIG_LAYOUT_IMPOSSIBLE
     assert file["diagnostics"][0]["range"]["start"] == {"line": 19, "column": 19}
 
 

@@ -31,6 +31,7 @@ from conftest import BLUEPRINTS, CASES
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
+from gpustack.codes import NO_ADMISSION_POLICIES, QUOTA_PER_NAMESPACE, SYSTEM_NAMESPACE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission
 from gpustack.context import Context
@@ -626,7 +627,7 @@ def test_a_system_namespace_handed_to_a_tenant_is_still_not_checked() -> None:
     data["spec"]["tenants"][0]["namespaces"] = ["ml", "nvidia-device-plugin"]
     result = validate_text(json.dumps(data), "system.json")
     # The validator refuses it (GS206), and warns that the tenant's quota now counts twice (GS507).
-    assert sorted(d.code for d in result.diagnostics) == ["GS206", "GS507"]
+    assert sorted(d.code for d in result.diagnostics) == [SYSTEM_NAMESPACE, QUOTA_PER_NAMESPACE]
     # Compile is still safe if handed such a blueprint: the system namespace stays out of the tenant's policy.
     objects = [m.obj for m in compile_blueprint(build_blueprint(data)).by_family("admission")]
     binding = next(o for o in objects if o["metadata"]["name"] == "gpustack-tenant-ml" and "policyName" in o["spec"])
@@ -651,7 +652,7 @@ def test_kubernetes_without_the_api_gets_no_policies_and_a_warning(version: str)
     assert result.ok and result.blueprint is not None
     assert compile_admission(Context(result.blueprint, load_catalog())).objects == []
     assert compile_blueprint(result.blueprint).by_family("admission") == ()
-    assert [d.code for d in result.diagnostics if d.code == "GS803"] == ["GS803"]
+    assert [d.code for d in result.diagnostics if d.code == NO_ADMISSION_POLICIES] == [NO_ADMISSION_POLICIES]
 
 
 @pytest.mark.parametrize("version", ["1.30", manifest_schemas.newest_version()])
@@ -659,7 +660,7 @@ def test_kubernetes_with_the_api_gets_policies_and_no_warning(version: str) -> N
     result = validate_text(blueprint_text("seed-article", kubernetes={"version": version}), "new.json")
     assert result.ok and result.blueprint is not None
     assert compile_blueprint(result.blueprint).by_family("admission")
-    assert "GS803" not in [d.code for d in result.diagnostics]
+    assert NO_ADMISSION_POLICIES not in [d.code for d in result.diagnostics]
 
 
 def test_a_pool_shared_by_every_tenant_is_still_closed_to_namespaces_without_one() -> None:

@@ -19,6 +19,7 @@ from manifest_schemas import CRD_GROUP_SUFFIXES, newest_version, validate_any
 
 from gpustack.catalog import load_catalog
 from gpustack.cli import group
+from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
 from gpustack.dra import pool_classes
@@ -214,7 +215,7 @@ def test_a_failed_write_leaves_the_previous_output_intact(tmp_path: Path, monkey
     code, _, stderr = run("compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", str(out))
     monkeypatch.undo()
     assert code == 1
-    assert "GS901" in stderr and "disk full" in stderr and "previous output is left as it was" in stderr
+    assert OUTPUT_UNSAFE in stderr and "disk full" in stderr and "previous output is left as it was" in stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"], "no staging directory is left behind"
 
@@ -223,7 +224,7 @@ def test_refuses_to_replace_a_directory_it_did_not_write(tmp_path: Path) -> None
     (tmp_path / "mine.txt").write_text("precious")
     code, _, stderr = run("compile", str(BLUEPRINTS / "quickstart.yaml"), "-d", str(tmp_path))
     assert code == 1
-    assert "GS901" in stderr
+    assert OUTPUT_UNSAFE in stderr
     assert (tmp_path / "mine.txt").read_text() == "precious"
 
 

@@ -11,6 +11,15 @@ import pytest
 from builders import blueprint, context
 from conftest import CASES
 
+from gpustack.codes import (
+    HAMI_POOL_SHARED,
+    HAMI_SETTINGS_DIFFER,
+    NEED_UNMET,
+    OWNED_LABEL,
+    SOFT_ISOLATION,
+    UNPINNED_CHART,
+    VOLCANO_JOB_ON_HAMI,
+)
 from gpustack.compile import compile_blueprint
 from gpustack.compile.hami import compile_hami
 from gpustack.diagnostic import Diagnostic
@@ -202,7 +211,7 @@ def diagnostics(**changes: Any) -> list[Diagnostic]:
     spec["nodePools"] = spec.pop("pools", [L4_VGPU, T4_VGPU, H100])
     data = {"apiVersion": "gpustack.io/v1alpha1", "kind": "ClusterBlueprint", "metadata": {"name": "t"}, "spec": spec}
     found = validate_text(json.dumps(data), "test.json").diagnostics
-    return [d for d in found if d.code != "GS705"]  # the sample's untainted pools: GS705 has cases of its own
+    return [d for d in found if d.code != SOFT_ISOLATION]  # the sample's untainted pools: GS705 has cases of its own
 
 
 def codes(**changes: Any) -> list[str]:
@@ -215,18 +224,18 @@ def test_the_sample_is_clean() -> None:
 
 def test_hami_pools_must_agree_on_settings() -> None:
     t4 = {**T4_VGPU, "sharing": {"strategy": "hami", "hami": {"splitCount": 10, "memoryScaling": 1.5}}}
-    assert codes(pools=[L4_VGPU, t4, H100]) == ["GS409"]
+    assert codes(pools=[L4_VGPU, t4, H100]) == [HAMI_SETTINGS_DIFFER]
 
 
 def test_a_hami_pool_shared_by_tenants_warns_that_isolation_is_bypassable() -> None:
     [diagnostic] = diagnostics(tenants=[TENANTS[0], {**TENANTS[1], "pools": ["t4-vgpu", "l4-vgpu"]}])
-    assert diagnostic.code == "GS703" and diagnostic.severity.value == "warning"
+    assert diagnostic.code == HAMI_POOL_SHARED and diagnostic.severity.value == "warning"
     assert "CUDA driver API" in diagnostic.message and "MIG" in (diagnostic.hint or "")
 
 
 def test_gpu_cores_needs_a_hami_pool() -> None:
     [diagnostic] = diagnostics(workloads=[*WORKLOADS[:3], {**WORKLOADS[3], "gpu": {"count": 1, "cores": 50}}])
-    assert diagnostic.code == "GS601" and diagnostic.path[-1] == "cores"
+    assert diagnostic.code == NEED_UNMET and diagnostic.path[-1] == "cores"
 
 
 def test_a_volcano_job_cannot_run_on_a_hami_pool() -> None:
@@ -241,22 +250,22 @@ def test_a_volcano_job_cannot_run_on_a_hami_pool() -> None:
             "gpu": {"count": 1},
         }
     ]
-    assert codes(workloads=workloads) == ["GS607"]
+    assert codes(workloads=workloads) == [VOLCANO_JOB_ON_HAMI]
 
 
 def test_an_unpinned_hami_chart_is_refused() -> None:
-    assert codes(hami={"chartVersion": "latest"}) == ["GS801"]
+    assert codes(hami={"chartVersion": "latest"}) == [UNPINNED_CHART]
 
 
 def test_a_pool_may_not_set_hamis_node_labels() -> None:
     l4 = {**L4_VGPU, "labels": {"gpu": "off"}}
-    assert codes(pools=[l4, T4_VGPU, H100]) == ["GS406"]
+    assert codes(pools=[l4, T4_VGPU, H100]) == [OWNED_LABEL]
 
 
 def test_a_memory_need_no_mig_slice_fits_still_points_at_hami() -> None:
     # The seed's question: 24 GiB on 20 GB slices. One of the ways out is a HAMi pool.
     result = validate_path(CASES / "invalid" / "memory-need-fits-no-slice.yaml")
-    [diagnostic] = [d for d in result.diagnostics if d.code == "GS601"]
+    [diagnostic] = [d for d in result.diagnostics if d.code == NEED_UNMET]
     assert "HAMi pool (sharing.strategy: hami)" in (diagnostic.hint or "")
 
 
@@ -270,4 +279,4 @@ def test_compile_says_hami_isolation_is_bypassable() -> None:
     assert result.blueprint is not None
     notes = {a.path: a.text for a in compile_blueprint(result.blueprint).artifacts}["hami/README.md"]
     assert "software, not hardware" in notes and "escapes the limits" in notes
-    assert "`l40s-vgpu`" in notes and "GS703" in notes
+    assert "`l40s-vgpu`" in notes and HAMI_POOL_SHARED in notes

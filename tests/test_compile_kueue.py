@@ -18,6 +18,7 @@ from builders import blueprint, context
 
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.codes import QUOTA_PER_NAMESPACE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.kueue import KUEUE_CHART, KUEUE_VERSION, compile_kueue
 from gpustack.deploy import group_of
@@ -348,8 +349,8 @@ def test_every_pod_is_admissible_to_its_pools_flavor(tenant: str) -> None:
 
 def test_a_tenant_with_two_namespaces_on_kueue_gets_no_gs507() -> None:
     codes = {(d.code, d.path[:3]) for d in run_checks(sample(), load_catalog())}
-    assert ("GS507", ("spec", "tenants", 3)) in codes  # 'plain': a ResourceQuota per namespace
-    assert ("GS507", ("spec", "tenants", 0)) not in codes  # 'team-a': one ClusterQueue for both namespaces
+    assert (QUOTA_PER_NAMESPACE, ("spec", "tenants", 3)) in codes  # 'plain': a ResourceQuota per namespace
+    assert (QUOTA_PER_NAMESPACE, ("spec", "tenants", 0)) not in codes  # 'team-a': one ClusterQueue for both namespaces
     assert plan().diagnostics == ()  # compile reports nothing the checks did not
 
 

@@ -12,6 +12,7 @@ import pytest
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.codes import QUOTA_PER_NAMESPACE
 from gpustack.compile.tenants import LIMIT_RANGE_NAME, QUOTA_NAME, compile_tenants
 from gpustack.context import Context
 from gpustack.diagnostic import Position, Severity, Span
@@ -173,9 +174,9 @@ def test_each_namespace_gets_the_tenants_quota_with_a_warning_when_there_are_sev
     dev = find(output, "ResourceQuota", QUOTA_NAME, "search-dev")["spec"]
     assert prod == dev
     assert output.diagnostics == []  # the rule is a check (GS507), so `validate --strict` sees it too
-    [warning] = [d for d in run_checks(bp, load_catalog(), locate) if d.code == "GS507"]
+    [warning] = [d for d in run_checks(bp, load_catalog(), locate) if d.code == QUOTA_PER_NAMESPACE]
     search = next(t for t in bp.tenants if t.name == "search")
-    assert warning.code == "GS507"
+    assert warning.code == QUOTA_PER_NAMESPACE
     assert warning.severity is Severity.WARNING
     assert warning.path == (*search.path, "namespaces")
     assert warning.span == Span("bp.yaml", Position(7, 5))
@@ -191,7 +192,7 @@ def test_no_warning_for_a_single_namespace_or_no_quota() -> None:
     ]
     bp = blueprint(tenants)
     assert compiled(bp).diagnostics == []
-    assert [d for d in run_checks(bp, load_catalog()) if d.code == "GS507"] == []
+    assert [d for d in run_checks(bp, load_catalog()) if d.code == QUOTA_PER_NAMESPACE] == []
 
 
 def test_a_priority_class_per_level_in_use_with_its_value() -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from builders import blueprint, context
 
+from gpustack.codes import VOLCANO_RESERVED_QUEUE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.volcano import CONFIG_FILE, VOLCANO_VERSION, compile_volcano
 from gpustack.deploy import group_of
@@ -201,7 +202,7 @@ def test_reserved_queue_names_are_refused() -> None:
     tenants = [{"name": "root", "namespaces": ["r"], "pools": ["h100"], "scheduler": "volcano"}]
     spec = {"kubernetes": {"version": "1.31"}, "nodePools": [H100], "tenants": tenants}
     data = {"apiVersion": "gpustack.io/v1alpha1", "kind": "ClusterBlueprint", "metadata": {"name": "t"}, "spec": spec}
-    assert [d.code for d in validate_text(json.dumps(data), "t.json").diagnostics] == ["GS509"]
+    assert [d.code for d in validate_text(json.dumps(data), "t.json").diagnostics] == [VOLCANO_RESERVED_QUEUE]
 
 
 # --- upstream CRDs ---------------------------------------------------------------------------------------------------

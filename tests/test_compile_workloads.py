@@ -14,6 +14,7 @@ from conftest import BLUEPRINTS, CASES
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
+from gpustack.codes import TEMPLATE_ERROR
 from gpustack.context import Context
 from gpustack.diagnostic import Severity
 from gpustack.model import Blueprint, NodePool
@@ -533,7 +534,7 @@ def template_error(text: str | None, path: str = "templates/job.yaml.j2") -> tup
     output = compile_workloads(Context(bp, load_catalog()))
     [diagnostic] = output.diagnostics
     batch = next(w for w in bp.workloads if w.name == "batch")
-    assert diagnostic.code == "GS606" and diagnostic.severity is Severity.ERROR
+    assert diagnostic.code == TEMPLATE_ERROR and diagnostic.severity is Severity.ERROR
     assert diagnostic.path == (*batch.path, "template")
     assert path in diagnostic.message and diagnostic.hint
     assert objects_of(output, "batch") == []
@@ -654,7 +655,7 @@ def render_checked(text: str, workload: str = "batch") -> tuple[list[str], Famil
     output = compile_workloads(Context(bp, load_catalog()))
     target = next(w for w in bp.workloads if w.name == workload)
     for diagnostic in output.diagnostics:
-        assert diagnostic.code == "GS606" and diagnostic.severity is Severity.ERROR and diagnostic.hint
+        assert diagnostic.code == TEMPLATE_ERROR and diagnostic.severity is Severity.ERROR and diagnostic.hint
         assert diagnostic.path == (*target.path, "template")
         assert "templates/t.yaml.j2" in diagnostic.message
     if output.diagnostics:
@@ -778,6 +779,6 @@ def test_validate_renders_templates_and_points_at_the_template_field(tmp_path: P
     (tmp_path / "bp.yaml").write_text(blueprint_text.replace("templates/does-not-exist.yaml.j2", "t.yaml.j2"))
     result = validate_path(tmp_path / "bp.yaml")
     [diagnostic] = result.diagnostics
-    assert diagnostic.code == "GS606" and not result.ok
+    assert diagnostic.code == TEMPLATE_ERROR and not result.ok
     assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (24, 17)
     assert "t.yaml.j2:4" in diagnostic.message and "nmae" in diagnostic.message

@@ -24,6 +24,7 @@ from conftest import BLUEPRINTS, CASES
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import reset_options
 
+from gpustack.codes import MIG_LAYOUT_IMPOSSIBLE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.nodes import FAMILY as NODES_FAMILY
 from gpustack.compile.nodes import TAINTS_FAMILY
@@ -436,7 +437,7 @@ def test_an_invalid_blueprint_fails_with_the_validate_text_and_registers_nothing
     assert '19 |           layout: {"3g.20gb": 4}' in message
     assert "hint: valid layouts close to this one: {3g.40gb: 2}" in message
     assert message.endswith("error(s); nothing applied")
-    assert {d.code for d in raised.value.diagnostics} >= {"GS303"}
+    assert {d.code for d in raised.value.diagnostics} >= {MIG_LAYOUT_IMPOSSIBLE}
     assert harness.registrations() == []
 
 

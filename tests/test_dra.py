@@ -18,6 +18,7 @@ from conftest import BLUEPRINTS
 from manifest_schemas import validate_any
 
 from gpustack.catalog import load_catalog
+from gpustack.codes import DRA_API_UNAVAILABLE, DRA_BETA_API, TEMPLATE_ERROR
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
 from gpustack.dra import V1, V1BETA1, V1BETA2, class_name, selector
@@ -415,12 +416,12 @@ def test_the_driver_namespace_is_left_alone(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("version", "api", "code", "words"),
     [
-        ("1.33", None, "GS422", "arrives in Kubernetes 1.34"),
-        ("1.31", None, "GS422", "arrives in Kubernetes 1.34"),
-        ("1.33", V1, "GS422", "served from Kubernetes 1.34"),
-        ("1.32", V1BETA2, "GS422", "served from Kubernetes 1.33"),
-        ("1.33", V1BETA2, "GS423", "a beta API"),
-        ("1.35", V1BETA1, "GS423", "deprecated"),
+        ("1.33", None, DRA_API_UNAVAILABLE, "arrives in Kubernetes 1.34"),
+        ("1.31", None, DRA_API_UNAVAILABLE, "arrives in Kubernetes 1.34"),
+        ("1.33", V1, DRA_API_UNAVAILABLE, "served from Kubernetes 1.34"),
+        ("1.32", V1BETA2, DRA_API_UNAVAILABLE, "served from Kubernetes 1.33"),
+        ("1.33", V1BETA2, DRA_BETA_API, "a beta API"),
+        ("1.35", V1BETA1, DRA_BETA_API, "deprecated"),
     ],
 )
 def test_version_gating(tmp_path: Path, version: str, api: str | None, code: str, words: str) -> None:
@@ -479,7 +480,7 @@ def test_a_template_that_drops_the_claim_is_refused(tmp_path: Path) -> None:
     )
     path = tmp_path / "blueprint.yaml"
     path.write_text(with_template(example_text()), encoding="utf-8")
-    found = [d for d in validate_path(path).diagnostics if d.code == "GS606"]
+    found = [d for d in validate_path(path).diagnostics if d.code == TEMPLATE_ERROR]
     assert len(found) == 1
     assert "claims no devices from ResourceClaimTemplate pretrain-gpu" in found[0].message
     assert found[0].hint is not None and "resourceClaims" in found[0].hint
@@ -489,7 +490,7 @@ def template_errors(tmp_path: Path, template: str, text: str | None = None) -> l
     (tmp_path / "job.yaml.j2").write_text(template, encoding="utf-8")
     path = tmp_path / "blueprint.yaml"
     path.write_text(with_template(text or example_text()), encoding="utf-8")
-    return [d.message for d in validate_path(path).diagnostics if d.code == "GS606"]
+    return [d.message for d in validate_path(path).diagnostics if d.code == TEMPLATE_ERROR]
 
 
 def test_a_template_may_not_render_a_claim_or_claim_template_itself(tmp_path: Path) -> None:

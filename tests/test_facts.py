@@ -12,6 +12,7 @@ from builders import blueprint, context
 from gpustack.capacity import measure_capacity
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.codes import MEMORY_OVERSUBSCRIBED
 from gpustack.review.capacity import capacity_deltas
 from gpustack.review.snapshot import Snapshot
 
@@ -76,7 +77,7 @@ def test_the_capacity_report_shows_the_contexts_demand() -> None:
 
 def test_the_capacity_report_warns_exactly_where_gs404_does() -> None:
     bp = sample()
-    gs404 = [d.message for d in run_checks(bp, load_catalog()) if d.code == "GS404"]
+    gs404 = [d.message for d in run_checks(bp, load_catalog()) if d.code == MEMORY_OVERSUBSCRIBED]
     assert len(gs404) == 1 and "workload 'big'" in gs404[0]
     warnings = [message for pool, message in measure_capacity(context(bp)).warnings if "workload" in message]
     assert warnings == ["workload 'big' needs 8 GiB: 4 of its pods on one GPU ask for 32 GiB of 16 GiB"]

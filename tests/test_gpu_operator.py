@@ -14,6 +14,7 @@ import yaml
 from builders import blueprint, context
 from conftest import BLUEPRINTS, CASES, shared_path
 
+from gpustack.codes import COMBINATION, MIG_WITHOUT_OPERATOR
 from gpustack.compile import compile_blueprint
 from gpustack.compile.gpu_operator import build_values
 from gpustack.compile.nodes import OPERATOR_DEVICE_PLUGIN_LABEL, node_labels
@@ -189,7 +190,7 @@ def test_never_two_device_plugins_on_one_node() -> None:
 
 def test_standalone_plugin_with_mig_names_the_operator_as_a_prerequisite() -> None:
     result = validate_path(CASES / "invalid" / "stack-device-plugin-mig.yaml")
-    assert [d.code for d in result.diagnostics] == ["GS804"]
+    assert [d.code for d in result.diagnostics] == [MIG_WITHOUT_OPERATOR]
     assert result.blueprint is not None
     plan = compile_blueprint(result.blueprint)
     (configmap,) = [m for m in plan.objects if m.kind == "ConfigMap"]
@@ -257,5 +258,5 @@ def test_gpu_operator_settings_with_the_standalone_stack_are_refused_where_writt
     text = (CASES / "schema" / "valid" / "minimal.yaml").read_text()
     edited = text.replace("spec:\n", "spec:\n  stack: device-plugin\n  gpuOperator: {driver: false}\n", 1)
     diagnostics = validate_text(edited, "edited.yaml").diagnostics
-    assert [(d.code, d.json_path) for d in diagnostics] == [("GS108", "$.spec.gpuOperator")]
+    assert [(d.code, d.json_path) for d in diagnostics] == [(COMBINATION, "$.spec.gpuOperator")]
     assert diagnostics[0].span is not None and diagnostics[0].span.start.line == 8  # the gpuOperator line

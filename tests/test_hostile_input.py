@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from gpustack.codes import BAD_FORMAT, OUT_OF_RANGE, UNKNOWN_MODEL
+
 MAX_SECONDS = 10.0
 MAX_BYTES = 1024 * 1024 * 1024
 
@@ -156,7 +158,7 @@ def test_terminal_escapes_in_a_blueprint_never_reach_the_terminal(tmp_path: Path
     (tmp_path / "bp.yaml").write_text(text)
     outcome = probe("validate", "bp.yaml", cwd=tmp_path)
     assert_bounded(outcome)
-    assert "GS301" in outcome.stdout and "\x1b" not in outcome.stdout and "\x07" not in outcome.stdout
+    assert UNKNOWN_MODEL in outcome.stdout and "\x1b" not in outcome.stdout and "\x07" not in outcome.stdout
     assert "\\x1b]52;c;aGk=\\x07" in outcome.stdout
 
 
@@ -174,9 +176,9 @@ WORKLOAD = HEAD + (
 @pytest.mark.parametrize(
     ("name", "text", "code"),
     [
-        ("nan-inf", NAN, "GS106"),
-        ("replicas-1e12", WORKLOAD.replace("FIELD", "replicas: 1000000000000"), "GS106"),
-        ("cpu-1e99999999", WORKLOAD.replace("FIELD", 'resources: {cpu: "1e99999999"}'), "GS105"),
+        ("nan-inf", NAN, OUT_OF_RANGE),
+        ("replicas-1e12", WORKLOAD.replace("FIELD", "replicas: 1000000000000"), OUT_OF_RANGE),
+        ("cpu-1e99999999", WORKLOAD.replace("FIELD", 'resources: {cpu: "1e99999999"}'), BAD_FORMAT),
     ],
 )
 @pytest.mark.parametrize("command", ["validate", "compile", "simulate", "capacity", "diff"])

@@ -10,6 +10,13 @@ from cluster_from import snapshot_text
 
 from gpustack.build import build_blueprint
 from gpustack.cli import group
+from gpustack.codes import (
+    GPU_TAINT_ON_DEDICATED_POOL,
+    SNAPSHOT_MALFORMED,
+    SNAPSHOT_MIG_UNREADABLE,
+    SNAPSHOT_NO_PRODUCT_LABEL,
+    SNAPSHOT_UNKNOWN_PRODUCT,
+)
 from gpustack.compile import compile_blueprint
 from gpustack.importer import import_snapshot
 from gpustack.load import parse_document
@@ -89,7 +96,7 @@ def test_tenants_from_namespaces_with_gpu_quotas() -> None:
 def test_unknown_product_is_reported_and_kept_commented_out() -> None:
     result = _imported()
     (diagnostic,) = result.diagnostics
-    assert diagnostic.code == "GS021"
+    assert diagnostic.code == SNAPSHOT_UNKNOWN_PRODUCT
     assert diagnostic.message == (
         "unknown GPU product 'NVIDIA-Quantum-Q9000' on ws-1: expected a model in gpustack's catalog (gpustack models);"
         " pool 'nvidia-quantum-q9000' is written commented out"
@@ -103,7 +110,9 @@ def test_written_blueprint_validates_and_marks_guesses() -> None:
     result = _imported()
     check = validate_text(result.text, "imported.yaml")
     assert check.ok, [d.message for d in check.diagnostics]
-    assert [d.code for d in check.diagnostics] == ["GS701"]  # GKE's own nvidia.com/gpu taint: worth a warning
+    assert [d.code for d in check.diagnostics] == [
+        GPU_TAINT_ON_DEDICATED_POOL
+    ]  # GKE's own nvidia.com/gpu taint: worth a warning
     lines = result.text.splitlines()
     guess = lines.index(
         "  # guessed: MIG layout: the same on every GPU, from the node's MIG device counts divided by its 8 GPUs "
@@ -186,7 +195,7 @@ def test_legacy_gfd_labels() -> None:
     )
     (missing,) = result.diagnostics
     assert (missing.code, missing.message) == (
-        "GS022",
+        SNAPSHOT_NO_PRODUCT_LABEL,
         "node rtx-1 has GPUs but no nvidia.com/gpu.product label; pool 'gpu' (rtx-1) is written commented out",
     )
     assert validate_text(result.text, "legacy.yaml").ok
@@ -220,7 +229,7 @@ def test_uneven_mig_without_its_config_is_reported() -> None:
     result = import_snapshot(parse_snapshot(UNEVEN_MIG, "cluster.yaml"), "uneven")
     (problem,) = result.diagnostics
     assert (problem.code, problem.message) == (
-        "GS023",
+        SNAPSHOT_MIG_UNREADABLE,
         "the MIG layout of h100-x (mig.config 'half-and-half') cannot be read from the labels: expected the same "
         "layout on every GPU, or the mig-parted ConfigMap; pool 'h100-sxm5-80gb-mig' is left out",
     )
@@ -230,7 +239,12 @@ def test_uneven_mig_without_its_config_is_reported() -> None:
 def test_every_snapshot_code_is_exercised() -> None:
     from gpustack.codes import CODES
 
-    tested = {"GS020", "GS021", "GS022", "GS023"}  # by the tests above
+    tested = {
+        SNAPSHOT_MALFORMED,
+        SNAPSHOT_UNKNOWN_PRODUCT,
+        SNAPSHOT_NO_PRODUCT_LABEL,
+        SNAPSHOT_MIG_UNREADABLE,
+    }  # by the tests above
     assert {code for code in CODES if "GS020" <= code <= "GS029"} == tested
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from conftest import BLUEPRINTS, REPO
 
+from gpustack.codes import TEMPLATE_ERROR
+
 PULUMI_PACKAGES = ("pulumi", "pulumi_kubernetes")
 DEPLOY = "gpustack.deploy"  # the one module allowed to import pulumi
 
@@ -146,5 +148,5 @@ def test_validate_never_imports_the_compiler() -> None:
 def test_validate_reports_a_template_error_without_the_compiler() -> None:
     result = python(RUN_VALIDATE, str(REPO / "tests" / "cases" / "invalid" / "template-renders-badly.yaml"))
     report = json.loads(result.stdout)
-    assert report["code"] == 1 and "GS606" in report["out"]
+    assert report["code"] == 1 and TEMPLATE_ERROR in report["out"]
     assert not any(m.startswith("gpustack.compile") for m in report["modules"])

@@ -10,6 +10,7 @@ from builders import blueprint, context
 from gpustack.capacity import measure_capacity
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
+from gpustack.codes import DEMAND_ABOVE_QUOTA
 from gpustack.compile.tenants import quota_hard
 from gpustack.model import Blueprint
 
@@ -95,17 +96,17 @@ def test_gs505_is_silent_when_nominal_plus_borrowing_covers_the_templates() -> N
     covered = sample(
         tenant("team-a", {"a100": {"gpu": 8}, "h100": {"gpu": 0}}, borrowing), workloads=(job("team-a", "h100", 1),)
     )
-    assert codes(covered, "GS505") == []
+    assert codes(covered, DEMAND_ABOVE_QUOTA) == []
     over = sample(
         tenant("team-a", {"a100": {"gpu": 8}, "h100": {"gpu": 0}}, borrowing), workloads=(job("team-a", "h100", 2),)
     )
-    [message] = codes(over, "GS505")
+    [message] = codes(over, DEMAND_ABOVE_QUOTA)
     assert "request 8 nvidia.com/gpu in pool 'h100', its quota allows 4 (nominal 0 + borrowing 4)" in message
 
 
 def test_gs505_still_warns_a_tenant_without_a_cohort() -> None:
     bp = sample(tenant("solo", {"a100": {"gpu": 8}, "h100": {"gpu": 0}}, None), workloads=(job("solo", "h100", 1),))
-    assert len(codes(bp, "GS505")) == 1
+    assert len(codes(bp, DEMAND_ABOVE_QUOTA)) == 1
 
 
 def test_capacity_counts_what_a_kueue_tenant_may_borrow() -> None:

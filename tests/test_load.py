@@ -17,7 +17,18 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import gpustack.load as load
-from gpustack.codes import CODES
+from gpustack.codes import (
+    ALIAS,
+    CODES,
+    CUSTOM_TAG,
+    DUPLICATE_KEY,
+    FILE_TOO_LARGE,
+    FILE_UNREADABLE,
+    NON_STRING_KEY,
+    NOT_UTF8,
+    TOO_DEEP,
+    YAML_SYNTAX,
+)
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Position, Severity
 from gpustack.load import MAX_BYTES, MAX_DEPTH, Document, parse_document, read_document
 
@@ -99,14 +110,14 @@ def test_case_produces_exactly_its_diagnostics(case: Path, parser: str) -> None:
     for diagnostic, want in zip(found, expected, strict=True):
         assert diagnostic.span is not None and diagnostic.span.file == case.name
         # The pure-Python parser words syntax errors its own way; positions and codes still agree.
-        if parser == "libyaml" or diagnostic.code != "GS004":
+        if parser == "libyaml" or diagnostic.code != YAML_SYNTAX:
             assert want.message is None or diagnostic.message == want.message
             assert want.hint is None or diagnostic.hint == want.hint
 
 
 def test_every_load_code_is_exercised() -> None:
     by_cases = {e.code for case in CASE_FILES for e in expectations(case)}
-    by_tests_below = {"GS001", "GS002"}  # they need a file system or a huge input, not a fixture
+    by_tests_below = {FILE_UNREADABLE, FILE_TOO_LARGE}  # they need a file system or a huge input, not a fixture
     load_codes = {code for code in CODES if "GS001" <= code <= "GS019"}  # GS020-GS029: snapshots, test_import.py
     assert load_codes == by_cases | by_tests_below
 
@@ -194,7 +205,7 @@ def test_a_quoted_merge_key_is_an_ordinary_key(parser: str) -> None:
 
 
 def test_a_huge_integer_is_a_diagnostic_not_a_crash() -> None:
-    assert where(only("count: " + "9" * 5000 + "\n")) == ("GS004", 1, 8)
+    assert where(only("count: " + "9" * 5000 + "\n")) == (YAML_SYNTAX, 1, 8)
 
 
 # --- positions -------------------------------------------------------------------------------
@@ -343,7 +354,7 @@ def test_a_byte_order_mark_is_skipped_and_not_counted() -> None:
 
 def test_several_problems_are_reported_together_in_source_order() -> None:
     found = diagnostics_of("a: 1\nb: !Ref x\na: 2\n1: y\n")
-    assert [where(d) for d in found] == [("GS007", 2, 4), ("GS005", 3, 1), ("GS009", 4, 1)]
+    assert [where(d) for d in found] == [(CUSTOM_TAG, 2, 4), (DUPLICATE_KEY, 3, 1), (NON_STRING_KEY, 4, 1)]
 
 
 def test_diagnostics_carry_their_json_path() -> None:
@@ -355,7 +366,7 @@ def test_diagnostics_carry_their_json_path() -> None:
 def test_a_file_wrong_everywhere_gives_a_bounded_report() -> None:
     found = diagnostics_of("".join(f"{n}: x\n" for n in range(10_000)))
     assert len(found) == load.MAX_DIAGNOSTICS
-    assert {d.code for d in found} == {"GS009"}
+    assert {d.code for d in found} == {NON_STRING_KEY}
 
 
 # --- limits ----------------------------------------------------------------------------------
@@ -367,7 +378,7 @@ def test_the_billion_laughs_is_refused_quickly_and_cheaply(parser: str) -> None:
     tracemalloc.start()
     started = time.perf_counter()
     try:
-        assert where(only(BILLION_LAUGHS)) == ("GS006", 4, 4)
+        assert where(only(BILLION_LAUGHS)) == (ALIAS, 4, 4)
         elapsed = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -378,7 +389,7 @@ def test_the_billion_laughs_is_refused_quickly_and_cheaply(parser: str) -> None:
 
 def test_aliases_are_refused_even_when_the_anchor_follows_a_long_document() -> None:
     text = "".join(f"k{n}: v\n" for n in range(1000)) + "x: &a 1\ny: *a\n"
-    assert where(only(text)) == ("GS006", 1001, 4)
+    assert where(only(text)) == (ALIAS, 1001, 4)
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH])
@@ -392,16 +403,16 @@ def test_nesting_up_to_the_limit_loads(depth: int, parser: str) -> None:
 
 def test_flow_nesting_past_the_limit_is_refused_where_it_crosses(parser: str) -> None:
     depth = MAX_DEPTH + 1
-    assert where(only("[" * depth + "]" * depth)) == ("GS010", 1, depth)
+    assert where(only("[" * depth + "]" * depth)) == (TOO_DEEP, 1, depth)
 
 
 def test_block_nesting_past_the_limit_is_refused(parser: str) -> None:
     text = "".join("  " * level + f"k{level}:\n" for level in range(MAX_DEPTH + 5))
-    assert where(only(text)) == ("GS010", MAX_DEPTH + 1, 2 * MAX_DEPTH + 1)
+    assert where(only(text)) == (TOO_DEEP, MAX_DEPTH + 1, 2 * MAX_DEPTH + 1)
 
 
 def test_ten_thousand_brackets_are_refused(parser: str) -> None:
-    assert only("[" * 10_000).code == "GS010"
+    assert only("[" * 10_000).code == TOO_DEEP
 
 
 def test_a_huge_string_is_refused_before_parsing() -> None:
@@ -409,14 +420,14 @@ def test_a_huge_string_is_refused_before_parsing() -> None:
     started = time.perf_counter()
     diagnostic = only(text)
     assert time.perf_counter() - started < 1
-    assert diagnostic.code == "GS002"
+    assert diagnostic.code == FILE_TOO_LARGE
     assert diagnostic.message == "the file is 52,428,800 bytes; the limit is 8,388,608 bytes (8 MiB)"
 
 
 def test_size_is_counted_in_utf8_bytes() -> None:
     text = "a: " + "\u00e9" * (MAX_BYTES // 2)  # fewer characters than the cap, more bytes
-    assert only(text).code == "GS002"
-    assert only(text.encode()).code == "GS002"
+    assert only(text).code == FILE_TOO_LARGE
+    assert only(text.encode()).code == FILE_TOO_LARGE
 
 
 def test_a_huge_file_is_refused_without_being_read(tmp_path: Path) -> None:
@@ -431,7 +442,7 @@ def test_a_huge_file_is_refused_without_being_read(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     (diagnostic,) = raised.value.diagnostics
-    assert where(diagnostic) == ("GS002", 1, 1)
+    assert where(diagnostic) == (FILE_TOO_LARGE, 1, 1)
     assert diagnostic.message == "the file is 52,428,800 bytes; the limit is 8,388,608 bytes (8 MiB)"
     assert peak < 1_000_000
 
@@ -447,25 +458,25 @@ def test_a_file_just_under_the_cap_is_read(tmp_path: Path) -> None:
 
 def test_bytes_that_are_not_utf8_are_located() -> None:
     diagnostic = only(b"a: 1\nb: \xc3\xa9\xff\n")
-    assert where(diagnostic) == ("GS003", 2, 5)
+    assert where(diagnostic) == (NOT_UTF8, 2, 5)
     assert diagnostic.message == "the file is not UTF-8 text: byte 0xFF at offset 10 is not valid UTF-8"
 
 
 def test_utf16_is_named() -> None:
     diagnostic = only("a: 1\n".encode("utf-16"))
-    assert diagnostic.code == "GS003"
+    assert diagnostic.code == NOT_UTF8
     assert "UTF-16" in diagnostic.message
 
 
 def test_a_lone_surrogate_in_a_str_is_refused() -> None:
     diagnostic = only("a: \ud800\n")
-    assert where(diagnostic) == ("GS003", 1, 4)
+    assert where(diagnostic) == (NOT_UTF8, 1, 4)
     assert "surrogate U+D800" in diagnostic.message
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b", "\x7f", "\ufffe"])
 def test_control_characters_are_refused(char: str) -> None:
-    assert where(only(f"a: 1\nb: x{char}\n")) == ("GS003", 2, 5)
+    assert where(only(f"a: 1\nb: x{char}\n")) == (NOT_UTF8, 2, 5)
 
 
 def test_allowed_odd_characters_load() -> None:
@@ -484,14 +495,14 @@ def test_read_document_names_the_file_as_given(tmp_path: Path, monkeypatch: pyte
 
 def test_a_missing_file() -> None:
     diagnostic = diagnostics_of_read("/nonexistent/blueprint.yaml")
-    assert diagnostic.code == "GS001"
+    assert diagnostic.code == FILE_UNREADABLE
     assert diagnostic.message == "cannot read /nonexistent/blueprint.yaml: No such file or directory"
     assert diagnostic.hint and "check the path" in diagnostic.hint
 
 
 def test_a_directory(tmp_path: Path) -> None:
     diagnostic = diagnostics_of_read(tmp_path)
-    assert diagnostic.code == "GS001"
+    assert diagnostic.code == FILE_UNREADABLE
     assert diagnostic.message == f"cannot read {tmp_path}: Is a directory"
     assert diagnostic.hint == "give the path of a blueprint file, not a directory"
 
@@ -507,7 +518,7 @@ def test_an_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
         monkeypatch.setattr("builtins.open", refuse)
     diagnostic = diagnostics_of_read(path)
-    assert diagnostic.code == "GS001"
+    assert diagnostic.code == FILE_UNREADABLE
     assert diagnostic.message == f"cannot read {path}: Permission denied"
     assert diagnostic.hint == "check the file's permissions, or run as a user who may read it"
 
@@ -540,7 +551,7 @@ def test_standard_input_errors_carry_the_display_name(monkeypatch: pytest.Monkey
 def test_oversized_standard_input_is_refused_after_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_stdin(monkeypatch, b"#" * (MAX_BYTES + 10))
     diagnostic = diagnostics_of_read("-")
-    assert diagnostic.code == "GS002"
+    assert diagnostic.code == FILE_TOO_LARGE
     assert diagnostic.message == "the input is larger than 8,388,608 bytes; the limit is 8,388,608 bytes (8 MiB)"
 
 

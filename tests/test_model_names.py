@@ -10,6 +10,7 @@ from conftest import BLUEPRINTS
 
 from gpustack.catalog import load_catalog
 from gpustack.cli import group
+from gpustack.codes import UNKNOWN_MODEL
 from gpustack.validation import validate_text
 
 
@@ -40,7 +41,7 @@ def test_a100_suggestions_include_every_a100() -> None:
 def test_unknown_model_hint_lists_every_variant_and_not_the_rejected_name() -> None:
     text = (BLUEPRINTS / "quickstart.yaml").read_text(encoding="utf-8")
     result = validate_text(text.replace("model: L4", "model: A100"), "q.yaml")
-    (diagnostic,) = [d for d in result.diagnostics if d.code == "GS301"]
+    (diagnostic,) = [d for d in result.diagnostics if d.code == UNKNOWN_MODEL]
     assert diagnostic.hint is not None and "'A100-SXM4-80GB'" in diagnostic.hint
     assert "'A100'" not in diagnostic.hint
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import BLUEPRINTS
 
 from gpustack.catalog import load_catalog
+from gpustack.codes import COMBINATION, TORCHRUN_SHAPE
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
 from gpustack.model import Blueprint
@@ -161,10 +162,10 @@ spec:
 @pytest.mark.parametrize(
     ("extra", "code", "where"),
     [
-        ("      kind: JobSet\n      replicas: 2\n", "GS108", "replicas"),  # JobSet takes workers
-        ("      kind: LeaderWorkerSet\n", "GS108", None),  # size is required
-        ("      kind: Deployment\n      size: 2\n", "GS108", "size"),  # size only for LeaderWorkerSet
-        ("      kind: JobSet\n      workers: 2\n      command: [torchrun, --nnodes=4, t.py]\n", "GS609", None),
+        ("      kind: JobSet\n      replicas: 2\n", COMBINATION, "replicas"),  # JobSet takes workers
+        ("      kind: LeaderWorkerSet\n", COMBINATION, None),  # size is required
+        ("      kind: Deployment\n      size: 2\n", COMBINATION, "size"),  # size only for LeaderWorkerSet
+        ("      kind: JobSet\n      workers: 2\n      command: [torchrun, --nnodes=4, t.py]\n", TORCHRUN_SHAPE, None),
     ],
 )
 def test_the_shape_is_checked(extra: str, code: str, where: str | None) -> None:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.cli import group
+from gpustack.codes import TEMPLATE_ERROR
 from gpustack.compile import compile_blueprint
 from gpustack.validation import document_locator, validate_path
 
@@ -92,5 +93,5 @@ def test_compile_run_on_an_unchecked_blueprint_reports_what_the_checks_report() 
     result = validate_path(CASES / "invalid" / "template-renders-badly.yaml")
     assert result.blueprint is not None and result.document is not None
     plan = compile_blueprint(result.blueprint, locate=document_locator(result.document))
-    assert plan.diagnostics and all(d.code == "GS606" and d.span is not None for d in plan.diagnostics)
+    assert plan.diagnostics and all(d.code == TEMPLATE_ERROR and d.span is not None for d in plan.diagnostics)
     assert set(plan.diagnostics) == set(result.diagnostics)

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from conftest import CASES
 
 from gpustack.cli import group
+from gpustack.codes import FILE_UNREADABLE, MIG_LAYOUT_IMPOSSIBLE
 
 REVIEW_CASES = CASES / "review"
 MIG = REVIEW_CASES / "mig-layout"
@@ -50,12 +51,12 @@ def test_exit_2_and_diagnostics_for_an_invalid_blueprint_on_either_side(tmp_path
     assert f"{broken}:23:" in result.stderr and "error[GS303]" in result.stderr
     assert "nothing to review" in result.stderr
     report = json.loads(run("diff", "--output", "json", *files).stdout)
-    assert report["valid"] is False and report["files"][0]["diagnostics"][0]["code"] == "GS303"
+    assert report["valid"] is False and report["files"][0]["diagnostics"][0]["code"] == MIG_LAYOUT_IMPOSSIBLE
 
 
 def test_exit_2_for_a_missing_file() -> None:
     result = run("diff", MIG / "before.yaml", MIG / "no-such.yaml")
-    assert result.exit_code == 2 and "GS001" in result.stderr
+    assert result.exit_code == 2 and FILE_UNREADABLE in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -213,7 +214,7 @@ def test_base_invalid_old_version_exits_2_naming_the_revision(repo: Path) -> Non
     shutil.copy(MIG / "before.yaml", blueprint)
     result = run("diff", "--base", "HEAD", blueprint)
     assert result.exit_code == 2
-    assert "HEAD:clusters/prod.yaml:23:" in result.stderr and "GS303" in result.stderr
+    assert "HEAD:clusters/prod.yaml:23:" in result.stderr and MIG_LAYOUT_IMPOSSIBLE in result.stderr
 
 
 TEMPLATE_WORKLOAD = """    - name: batch
@@ -268,4 +269,4 @@ def test_graph_prints_mermaid_markdown_and_json() -> None:
 def test_graph_of_an_invalid_blueprint_exits_1(tmp_path: Path) -> None:
     broken = edited(tmp_path, MIG / "after.yaml", "broken.yaml", ('layout: {"3g.40gb": 2}', 'layout: {"3g.40gb": 3}'))
     result = run("graph", broken)
-    assert result.exit_code == 1 and "GS303" in result.stderr
+    assert result.exit_code == 1 and MIG_LAYOUT_IMPOSSIBLE in result.stderr

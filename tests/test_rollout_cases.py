@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from conftest import CASES, UPDATE_GOLDEN
 
 from gpustack.cli import group
+from gpustack.codes import ROLLOUT_CAPACITY_DROP
 
 ROLLOUT_CASES = CASES / "rollout"
 CASE_NAMES = sorted(p.name for p in ROLLOUT_CASES.iterdir() if (p / "old.yaml").exists())
@@ -108,7 +109,7 @@ def test_resource_rename_is_refused_without_allow_capacity_drop(monkeypatch: pyt
 def test_refusal_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, _ = rollout("resource-rename", monkeypatch, "--output", "json")
     assert code == 1
-    assert [d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]] == ["GS951"]
+    assert [d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]] == [ROLLOUT_CAPACITY_DROP]
 
 
 def test_sharing_change_waves_follow_max_unavailable() -> None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.cli import group
-from gpustack.codes import CODES, EXPLANATIONS
+from gpustack.codes import CODES, EXPLANATIONS, MIG_LAYOUT_IMPOSSIBLE
 from gpustack.load import parse_document
 
 INVALID = sorted(str(p) for p in (CASES / "invalid").glob("*.yaml"))
@@ -75,7 +75,7 @@ def test_results_point_at_start_and_end_of_the_value() -> None:
     case = CASES / "invalid" / "seed-a100-4x3g20gb.yaml"
     _, document = sarif(str(case))
     (result,) = document["runs"][0]["results"]
-    assert result["ruleId"] == "GS303" and result["level"] == "error"
+    assert result["ruleId"] == MIG_LAYOUT_IMPOSSIBLE and result["level"] == "error"
     location = result["locations"][0]
     region = location["physicalLocation"]["region"]
     line = case.read_text(encoding="utf-8").splitlines()[region["startLine"] - 1]

@@ -8,6 +8,7 @@ from typing import Any
 
 from builders import blueprint
 
+from gpustack.codes import UNPINNED_CHART
 from gpustack.compile import compile_blueprint
 from gpustack.outputs import render_files
 from gpustack.plan import HelmRelease, Plan
@@ -75,7 +76,7 @@ def gs801(**spec: Any) -> dict[str, str]:
         "spec": {"kubernetes": {"version": "1.31"}, **spec, "nodePools": [POOL]},
     }
     result = validate_text(json.dumps(data), "test.json")
-    return {d.json_path: d.message for d in result.diagnostics if d.code == "GS801"}
+    return {d.json_path: d.message for d in result.diagnostics if d.code == UNPINNED_CHART}
 
 
 def test_gs801_refuses_unpinned_scheduler_charts() -> None:

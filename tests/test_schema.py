@@ -14,6 +14,16 @@ from conftest import missing_reference
 from jsonschema import Draft202012Validator
 
 from gpustack import schema as shape
+from gpustack.codes import (
+    BAD_FORMAT,
+    COMBINATION,
+    DUPLICATE_ITEM,
+    MISSING_FIELD,
+    NOT_ALLOWED_VALUE,
+    OUT_OF_RANGE,
+    UNKNOWN_FIELD,
+    WRONG_TYPE,
+)
 from gpustack.diagnostic import Severity
 from gpustack.load import parse_document
 
@@ -24,7 +34,7 @@ SKETCH = REPO.parent / "shared" / "design" / "blueprint-sketch.yaml"
 
 # The sketch's `pretrain` workload has no image, but docs/blueprint-format.md makes image required
 # (a VolcanoJob cannot run without one). The spec wins; this is the only difference allowed.
-SKETCH_GAPS = {("GS102", ("spec", "workloads", 1), "missing required field 'image' in workloads[1]")}
+SKETCH_GAPS = {(MISSING_FIELD, ("spec", "workloads", 1), "missing required field 'image' in workloads[1]")}
 
 
 def check(text: str, file: str = "blueprint.yaml") -> list[Any]:
@@ -281,7 +291,7 @@ spec:
 
 def test_unknown_field_without_a_close_match_lists_the_allowed_fields() -> None:
     [d] = check(BASE + "    - {name: a, gpu: {model: L4, count: 1, vendor: nvidia}, nodes: [n1]}\n")
-    assert d.code == "GS101"
+    assert d.code == UNKNOWN_FIELD
     assert d.message == "unknown field 'vendor' in nodePools[0].gpu"
     assert d.hint == "allowed fields here: model, count"
     assert d.path == ("spec", "nodePools", 0, "gpu", "vendor")
@@ -290,7 +300,7 @@ def test_unknown_field_without_a_close_match_lists_the_allowed_fields() -> None:
 
 def test_missing_field_says_what_the_field_is_for() -> None:
     [d] = check(BASE + "    - {name: a, gpu: {model: L4}, nodes: [n1]}\n")
-    assert d.code == "GS102"
+    assert d.code == MISSING_FIELD
     assert d.message == "missing required field 'count' in nodePools[0].gpu"
     assert d.hint == "'count': How many GPUs each node has."
     assert d.path == ("spec", "nodePools", 0, "gpu")
@@ -304,12 +314,16 @@ def test_every_error_is_reported_in_source_order() -> None:
         "      taints: [{key: k, effect: NoExecut}]\n"
     )
     diagnostics = check(text)
-    assert [(d.code, d.span.start.line) for d in diagnostics] == [("GS105", 7), ("GS106", 8), ("GS104", 10)]
+    assert [(d.code, d.span.start.line) for d in diagnostics] == [
+        (BAD_FORMAT, 7),
+        (OUT_OF_RANGE, 8),
+        (NOT_ALLOWED_VALUE, 10),
+    ]
 
 
 def test_duplicate_points_at_the_repeat_and_relates_the_first() -> None:
     [d] = check(BASE + "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1, n2, n1]}\n")
-    assert d.code == "GS107"
+    assert d.code == DUPLICATE_ITEM
     assert d.path == ("spec", "nodePools", 0, "nodes", 2)
     assert d.span.start.column == 61
     assert [s.start.column for s in d.related] == [53]
@@ -317,7 +331,7 @@ def test_duplicate_points_at_the_repeat_and_relates_the_first() -> None:
 
 def test_wrong_type_in_a_choice_of_types_names_both() -> None:
     [d] = check(BASE + "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1], nodeResources: {cpu: true}}\n")
-    assert d.code == "GS103"
+    assert d.code == WRONG_TYPE
     assert d.message == "wrong type for nodePools[0].nodeResources.cpu: expected a string or a number, got boolean true"
     # "true" quoted is no CPU amount either: no quote-it hint, say what a CPU amount is instead
     assert d.hint and d.hint.startswith("A CPU amount: a number of cores or a Kubernetes quantity")
@@ -326,24 +340,24 @@ def test_wrong_type_in_a_choice_of_types_names_both() -> None:
 def test_quote_it_only_when_the_quoted_value_would_pass() -> None:
     text = BASE + "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1], labels: {version: 1.10}}\n"
     [d] = check(text)
-    assert (d.code, d.hint) == ("GS103", 'quote it: "1.10"')
+    assert (d.code, d.hint) == (WRONG_TYPE, 'quote it: "1.10"')
     pool = "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1]}\n"
     text = BASE + pool + "  devicePlugin: {flags: {deviceIDStrategy: 1}}\n"
     [d] = check(text)
-    assert (d.code, d.hint) == ("GS103", "allowed values: uuid, index")
+    assert (d.code, d.hint) == (WRONG_TYPE, "allowed values: uuid, index")
 
 
 def test_yes_is_a_string_and_gets_a_hint_where_a_bool_belongs() -> None:
     text = BASE + "    - {name: a, gpu: {model: L4, count: 1}, nodes: [n1]}\n  devicePlugin: {gfd: yes}\n"
     [d] = check(text)
-    assert d.code == "GS103"
+    assert d.code == WRONG_TYPE
     assert d.message == "wrong type for devicePlugin.gfd: expected true or false, got string 'yes'"
     assert d.hint and d.hint.startswith("write true or false")
 
 
 def test_root_that_is_not_a_mapping() -> None:
     [d] = check("- a\n- b\n")
-    assert d.code == "GS103"
+    assert d.code == WRONG_TYPE
     assert d.message == "wrong type for the blueprint: expected a mapping, got a list"
     assert d.path == ()
 
@@ -367,7 +381,7 @@ def test_a_forbidden_block_hides_the_errors_inside_it() -> None:
         "      sharing: {strategy: none, timeSlicing: {replicas: 0, bogus: 1}}\n"
     )
     [d] = check(text)
-    assert d.code == "GS108"
+    assert d.code == COMBINATION
     assert d.path == ("spec", "nodePools", 0, "sharing", "timeSlicing")
 
 

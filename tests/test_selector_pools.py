@@ -11,6 +11,7 @@ from builders import blueprint, context
 from click.testing import CliRunner
 
 from gpustack.cli import group
+from gpustack.codes import COMBINATION, SELECTOR_RANGE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.device_plugin import build_values as device_plugin_values
 from gpustack.compile.nodes import node_labels
@@ -165,15 +166,15 @@ def diagnostics_for(pool: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_a_pool_names_its_nodes_or_selects_them_not_both_and_says_how_many() -> None:
-    assert diagnostics_for({**GKE, "nodes": ["n1"]})[0] == ("GS108", "$.spec.nodePools[0].nodes")
+    assert diagnostics_for({**GKE, "nodes": ["n1"]})[0] == (COMBINATION, "$.spec.nodePools[0].nodes")
     without_size = {k: v for k, v in GKE.items() if k != "count"}
     assert diagnostics_for(without_size) == [
-        ("GS108", "$.spec.nodePools[0]"),
-        ("GS108", "$.spec.nodePools[0]"),
+        (COMBINATION, "$.spec.nodePools[0]"),
+        (COMBINATION, "$.spec.nodePools[0]"),
     ]  # count, or minNodes and maxNodes
-    assert diagnostics_for({**STATIC, "count": 2})[0] == ("GS108", "$.spec.nodePools[0].count")
-    assert [c for c, _ in diagnostics_for({**KARPENTER, "minNodes": 4})] == ["GS805"]
-    assert [c for c, _ in diagnostics_for({**GKE, "minNodes": 1, "maxNodes": 2})] == ["GS108", "GS108"]
+    assert diagnostics_for({**STATIC, "count": 2})[0] == (COMBINATION, "$.spec.nodePools[0].count")
+    assert [c for c, _ in diagnostics_for({**KARPENTER, "minNodes": 4})] == [SELECTOR_RANGE]
+    assert [c for c, _ in diagnostics_for({**GKE, "minNodes": 1, "maxNodes": 2})] == [COMBINATION, COMBINATION]
 
 
 def test_admission_keeps_other_tenants_off_a_selector_pool_by_its_provider_label() -> None:

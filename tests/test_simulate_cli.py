@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpustack.cli import group
+from gpustack.codes import FILE_UNREADABLE
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = str(REPO / "blueprints" / "seed-article.yaml")
@@ -71,9 +72,9 @@ def test_invalid_blueprint_prints_diagnostics_and_exits_one(tmp_path: Path) -> N
 
 def test_missing_files_are_diagnostics_not_tracebacks(tmp_path: Path) -> None:
     code, _, err = run("simulate", str(tmp_path / "nope.yaml"))
-    assert code == 1 and "GS001" in err
+    assert code == 1 and FILE_UNREADABLE in err
     code, _, err = run("simulate", SEED, "--scenario", str(tmp_path / "nope.yaml"))
-    assert code == 1 and "GS001" in err
+    assert code == 1 and FILE_UNREADABLE in err
 
 
 def test_bad_scenario_exits_one_at_its_line(tmp_path: Path) -> None:

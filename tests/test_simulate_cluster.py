@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpustack.codes import CORDONED_NOT_IN_POOL
 from gpustack.compile import compile_blueprint
 from gpustack.model import Blueprint
 from gpustack.simulate import Simulation, run_simulation
@@ -123,7 +124,7 @@ def test_a_cordoned_node_outside_the_pool_is_reported() -> None:
     text = text.replace(
         "      nodes: [a100-a, a100-b, a100-c]\n", "      nodes: [a100-a, a100-b, a100-c]\n      cordoned: [a100-x]\n"
     )
-    (problem,) = [d for d in validate_text(text, "bp.yaml").diagnostics if d.code == "GS207"]
+    (problem,) = [d for d in validate_text(text, "bp.yaml").diagnostics if d.code == CORDONED_NOT_IN_POOL]
     assert (
         problem.message == "cordoned node 'a100-x' is not a node of pool 'a100-40-training'; expected one of its nodes"
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gpustack.codes import ALIAS, MISSING_FIELD, OUT_OF_RANGE, UNKNOWN_FIELD, WRONG_TYPE
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
 from gpustack.model import Blueprint
@@ -32,13 +33,13 @@ def problems(text: str, blueprint: Blueprint) -> list[tuple[str, int, str]]:
 
 def test_unknown_workload_has_a_did_you_mean(blueprint: Blueprint) -> None:
     found = problems("workloads:\n  lm:\n    replicas: 2\n", blueprint)
-    assert found == [("GS101", 2, "the blueprint has no workload 'lm'")]
+    assert found == [(UNKNOWN_FIELD, 2, "the blueprint has no workload 'lm'")]
 
 
 def test_unknown_fields_and_bad_counts(blueprint: Blueprint) -> None:
     text = "scale: -1\nworkloads:\n  llm:\n    replicaz: 2\n    replicas: many\n"
     codes = {(code, line) for code, line, _ in problems(text, blueprint)}
-    assert codes == {("GS106", 1), ("GS101", 4), ("GS106", 5)}
+    assert codes == {(OUT_OF_RANGE, 1), (UNKNOWN_FIELD, 4), (OUT_OF_RANGE, 5)}
 
 
 def test_bad_pod_spec_parts_point_at_their_line(blueprint: Blueprint) -> None:
@@ -51,19 +52,19 @@ def test_bad_pod_spec_parts_point_at_their_line(blueprint: Blueprint) -> None:
         "    resources: {limits: {nvidia.com/gpu: lots}}\n"
     )
     found = problems(text, blueprint)
-    assert [(code, line) for code, line, _ in found] == [("GS103", 5), ("GS103", 6)]
+    assert [(code, line) for code, line, _ in found] == [(WRONG_TYPE, 5), (WRONG_TYPE, 6)]
     assert "Equal or Exists" in found[0][2]
     assert "lots" in found[1][2]
 
 
 def test_yaml_is_loaded_hardened(blueprint: Blueprint) -> None:
     found = problems("workloads: &a\n  llm: *a\n", blueprint)
-    assert found and found[0][0] == "GS006"
+    assert found and found[0][0] == ALIAS
 
 
 def test_raw_pods_need_name_namespace_and_spec(blueprint: Blueprint) -> None:
     found = problems("pods:\n  - {name: x}\n", blueprint)
-    assert {code for code, _, _ in found} == {"GS102"}
+    assert {code for code, _, _ in found} == {MISSING_FIELD}
 
 
 def test_scale_and_replicas(blueprint: Blueprint) -> None:

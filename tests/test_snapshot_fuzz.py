@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
 from gpustack.drift import compare
@@ -57,7 +58,7 @@ def test_every_wrong_scalar_is_reported_or_survived(snapshot: Path) -> None:
         try:
             loaded = snapshot_from(parse_document(dump_yaml(mutated), "cluster.yaml"))
         except DiagnosticError as error:
-            assert {d.code for d in error.diagnostics} <= {"GS020"}, path
+            assert {d.code for d in error.diagnostics} <= {SNAPSHOT_MALFORMED}, path
             assert all(d.span is not None and d.hint for d in error.diagnostics)
             continue
         import_snapshot(loaded, "fuzz")

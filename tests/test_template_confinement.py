@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from conftest import CASES
 
 from gpustack.cli import group
+from gpustack.codes import TEMPLATE_UNREADABLE
 
 SECRET = "hunter2-payments-prod"
 STOLEN = f"""apiVersion: v1
@@ -98,7 +99,7 @@ def test_the_review_never_shows_a_file_from_outside(layout: Path) -> None:
     after = blueprint_naming(layout / "bp", "../other-team/db-secret.yaml", "after.yaml")
     result = run("diff", "--output", "markdown", before, after)
     assert result.exit_code == 2
-    assert "GS605" in result.stderr
+    assert TEMPLATE_UNREADABLE in result.stderr
     assert SECRET not in result.stdout + result.stderr
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.cloud import machine_named, machines, matching_machines
+from gpustack.codes import CLOUD_SELECTOR_ELSEWHERE, MACHINE_TYPE_MISMATCH
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import NodePool
@@ -41,7 +42,7 @@ def check_cloud_machines(ctx: Context) -> Iterator[Diagnostic]:
         if cloud.machine_type is None:
             if pool.gpu is None:
                 yield ctx.error(
-                    "GS307",
+                    MACHINE_TYPE_MISMATCH,
                     (*cloud.path, "provider"),
                     f"cloud pool '{pool.name}' has no gpu and no machineType; expected a machineType",
                     "a CPU-only cloud pool names its machine type (gpustack only picks GPU machines)",
@@ -49,7 +50,7 @@ def check_cloud_machines(ctx: Context) -> Iterator[Diagnostic]:
                 )
             elif not matching_machines(provider, ctx.catalog, pool):
                 yield ctx.error(
-                    "GS307",
+                    MACHINE_TYPE_MISMATCH,
                     (*pool.gpu.path, "count"),
                     f"no {provider} machine type has {pool.gpu.count} x {pool.gpu.model} (pool '{pool.name}')",
                     _hint(ctx, pool, provider),
@@ -61,14 +62,14 @@ def check_cloud_machines(ctx: Context) -> Iterator[Diagnostic]:
         model = ctx.models[pool.name]
         if machine is None:
             yield ctx.error(
-                "GS307",
+                MACHINE_TYPE_MISMATCH,
                 (*cloud.path, "machineType"),
                 f"'{cloud.machine_type}' is not a {provider} GPU machine type gpustack knows (pool '{pool.name}')",
                 _hint(ctx, pool, provider) + "; or leave machineType out and gpustack picks the smallest",
             )
         elif model is not None and (machine.gpu != model.key or machine.count != pool.gpu.count):
             yield ctx.error(
-                "GS307",
+                MACHINE_TYPE_MISMATCH,
                 (*cloud.path, "machineType"),
                 f"{cloud.machine_type} has {machine.count} x {machine.gpu}, but pool '{pool.name}' says "
                 f"{pool.gpu.count} x {model.key}",
@@ -84,7 +85,7 @@ def check_cloud_selectors(ctx: Context) -> Iterator[Diagnostic]:
         labels = {CLOUD_POOL_LABELS[pool.cloud.provider]: pool.name, POOL_LABEL: pool.name, **dict(pool.labels)}
         if not selects(pool, labels):
             yield ctx.error(
-                "GS308",
+                CLOUD_SELECTOR_ELSEWHERE,
                 pool.selector.path,
                 f"the selector of cloud pool '{pool.name}' ({describe_selection(pool)}) does not select the nodes "
                 f"of the {pool.cloud.provider} pool gpustack makes for it",

@@ -6,6 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    MIG_WITHOUT_OPERATOR,
+    NO_ADMISSION_POLICIES,
+    OPERATOR_CHART_SERIES,
+    SELECTOR_RANGE,
+    UNPINNED_CHART,
+    UNSUPPORTED_KUBERNETES,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, Stack, WorkloadKind
@@ -36,7 +44,7 @@ def check_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
     for what, path, version in charts:
         if not _PINNED.fullmatch(version):  # match() with `$` would let a trailing newline through
             yield ctx.error(
-                "GS801",
+                UNPINNED_CHART,
                 path,
                 f"{what} chart version '{version}' is not pinned",
                 'name an exact release such as "0.20.0": a floating version changes the plugin under running '
@@ -50,21 +58,21 @@ def check_kubernetes_version(ctx: Context) -> Iterator[Diagnostic]:
     version = ctx.blueprint.kubernetes_version
     if minor < OLDEST_MINOR:
         yield ctx.error(
-            "GS802",
+            UNSUPPORTED_KUBERNETES,
             path,
             f"Kubernetes {version} is older than gpustack supports (1.{OLDEST_MINOR} to 1.{NEWEST_MINOR})",
             "upgrade the cluster, or target 1.25 or newer",
         )
     elif minor > NEWEST_MINOR:
         yield ctx.warning(
-            "GS802",
+            UNSUPPORTED_KUBERNETES,
             path,
             f"Kubernetes {version} is newer than gpustack knows; manifests are checked against 1.{NEWEST_MINOR}",
             None,
         )
     if minor < ADMISSION_POLICY_MINOR:
         yield ctx.warning(
-            "GS803",
+            NO_ADMISSION_POLICIES,
             path,
             f"Kubernetes {version} has no ValidatingAdmissionPolicy (GA in 1.30): tenant isolation rests on taints "
             "and tolerations alone, which any pod can copy",
@@ -80,7 +88,7 @@ def check_stack_runs_mig(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.sharing.strategy is SharingStrategy.MIG:
             yield ctx.warning(
-                "GS804",
+                MIG_WITHOUT_OPERATOR,
                 (*pool.sharing.path, "strategy"),
                 f"pool '{pool.name}' uses MIG, but with stack: device-plugin nothing applies its layout: it needs "
                 f"an existing GPU Operator's MIG manager in namespace '{manager.namespace}' (an output prerequisite)",
@@ -99,7 +107,7 @@ def check_operator_series(ctx: Context) -> Iterator[Diagnostic]:
         return
     if not operator.chart_version.startswith(CHECKED_OPERATOR_SERIES):
         yield ctx.warning(
-            "GS806",
+            OPERATOR_CHART_SERIES,
             (*operator.path, "chartVersion"),
             f"GPU Operator chart {operator.chart_version} is not a {CHECKED_OPERATOR_SERIES}x release: the values "
             "gpustack writes are checked against v26.7.0, and the chart silently ignores keys it does not know",
@@ -111,7 +119,7 @@ def check_pool_size(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.min_nodes is not None and pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
             yield ctx.error(
-                "GS805",
+                SELECTOR_RANGE,
                 (*pool.path, "minNodes"),
                 f"pool '{pool.name}' has minNodes {pool.min_nodes} above maxNodes {pool.max_nodes}",
                 "give the autoscaled node pool's real range: minNodes is the floor, maxNodes the ceiling",

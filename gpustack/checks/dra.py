@@ -8,6 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    DRA_AND_DEVICE_PLUGIN,
+    DRA_API_UNAVAILABLE,
+    DRA_BETA_API,
+    DRA_SCHEDULER,
+    DRA_SHARING,
+    UNPINNED_CHART,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.dra import V1, api_version, dra_pools, first_minor, is_dra, load_facts
@@ -30,7 +38,7 @@ def check_dra_sharing(ctx: Context) -> Iterator[Diagnostic]:
         if what is None:
             continue
         yield ctx.error(
-            "GS420",
+            DRA_SHARING,
             (*pool.sharing.path, "strategy"),
             f"pool '{pool.name}' uses allocation: dra with sharing {what}: the NVIDIA DRA driver shares a GPU only "
             "between the containers of one claim, so the pool's replicas per GPU cannot be handed to separate pods",
@@ -53,7 +61,7 @@ def check_one_allocator_per_node(ctx: Context) -> Iterator[Diagnostic]:
             if other is None:
                 continue
             yield ctx.error(
-                "GS421",
+                DRA_AND_DEVICE_PLUGIN,
                 (*pool.path, "nodes", index),
                 f"node {node} is in DRA pool '{pool.name}' and in pool '{other}', which a device plugin serves: the "
                 "DRA driver and the plugin would both hand out its GPUs, and pods of each could get the same GPU",
@@ -89,11 +97,11 @@ def check_resource_api(ctx: Context) -> Iterator[Diagnostic]:
             else f"DRA's first beta API arrives in Kubernetes 1.{min(load_facts().api_minor.values())}: "
             f"target 1.{first_minor(V1)} or newer, or keep the pools on allocation: device-plugin"
         )
-        yield ctx.error("GS422", path, message, hint)
+        yield ctx.error(DRA_API_UNAVAILABLE, path, message, hint)
         return
     if version != V1 and minor >= served_from and minor >= first_minor(V1):
         yield ctx.warning(
-            "GS423",
+            DRA_BETA_API,
             path,
             f"DRA through {version}, a beta API, on Kubernetes 1.{minor}, which serves the GA {V1}: the betas are "
             "deprecated there, and DeviceClass.extendedResourceName exists only in v1",
@@ -101,7 +109,7 @@ def check_resource_api(ctx: Context) -> Iterator[Diagnostic]:
         )
     elif version != V1:
         yield ctx.warning(
-            "GS423",
+            DRA_BETA_API,
             path,
             f"DRA through {version}: a beta API, off by default before Kubernetes 1.34 (the DynamicResourceAllocation "
             "gate and the API must be turned on in the API server, scheduler, controller manager and kubelets), "
@@ -123,7 +131,7 @@ def check_dra_schedulers(ctx: Context) -> Iterator[Diagnostic]:
         for index, pool in enumerate(tenant.pools):
             if pool in dra:
                 yield ctx.error(
-                    "GS424",
+                    DRA_SCHEDULER,
                     (*tenant.path, "pools", index),
                     f"tenant '{tenant.name}' queues through {tenant.scheduler} on DRA pool '{pool}': gpustack writes "
                     f"{tenant.scheduler}'s quotas on extended resources, which a pod that claims devices does not ask "
@@ -134,7 +142,7 @@ def check_dra_schedulers(ctx: Context) -> Iterator[Diagnostic]:
     for workload in ctx.blueprint.workloads:
         if workload.kind is WorkloadKind.VOLCANO_JOB and workload.pool in dra:
             yield ctx.error(
-                "GS424",
+                DRA_SCHEDULER,
                 (*workload.path, "kind"),
                 f"VolcanoJob '{workload.name}' on DRA pool '{workload.pool}': gpustack's Volcano gangs and queues "
                 "count extended resources, which its claim-holding pods do not ask for",
@@ -146,7 +154,7 @@ def check_dra_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
     settings = ctx.blueprint.dra
     if dra_pools(ctx.blueprint) and not _PINNED.match(settings.chart_version):
         yield ctx.error(
-            "GS801",
+            UNPINNED_CHART,
             (*settings.path, "chartVersion"),
             f"DRA driver chart version '{settings.chart_version}' is not pinned",
             'name an exact release such as "0.4.1": a floating version changes the driver under running workloads',

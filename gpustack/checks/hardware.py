@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    MIG_GROUPS_UNEVEN,
+    MIG_LAYOUT_IMPOSSIBLE,
+    MIG_SINGLE_MIXED,
+    MIG_UNSUPPORTED,
+    SHARING_ON_CPU_POOL,
+    UNKNOWN_MODEL,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.mig import check_layout, nearest_valid_layouts
@@ -25,7 +33,7 @@ def check_models(ctx: Context) -> Iterator[Diagnostic]:
         if pool.gpu is None:
             if pool.sharing.strategy is not SharingStrategy.NONE:
                 yield ctx.error(
-                    "GS306",
+                    SHARING_ON_CPU_POOL,
                     (*pool.sharing.path, "strategy"),
                     f"pool '{pool.name}' has no gpu but shares GPUs ({pool.sharing.strategy}); expected strategy none",
                     "give the pool its gpu (model and count), or drop sharing: a CPU-only pool has nothing to share",
@@ -35,7 +43,7 @@ def check_models(ctx: Context) -> Iterator[Diagnostic]:
             suggestions = ctx.catalog.suggest(pool.gpu.model)
             hint = f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
             yield ctx.error(
-                "GS301",
+                UNKNOWN_MODEL,
                 (*pool.gpu.path, "model"),
                 f"unknown GPU model '{pool.gpu.model}' in pool '{pool.name}'",
                 (hint + " " if hint else "") + "use a catalog key or the nvidia.com/gpu.product label your nodes carry "
@@ -51,7 +59,7 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
             continue
         if model.mig is None:
             yield ctx.error(
-                "GS302",
+                MIG_UNSUPPORTED,
                 mig.path,
                 f"pool '{pool.name}' partitions {model.key} with MIG, but {model.key} does not support MIG",
                 "MIG needs an A30, A100, H100, H200, GH200, B200, GB200 or RTX PRO 6000 Blackwell; "
@@ -69,7 +77,7 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 "valid layouts close to this one: " + "; ".join(_layout_text(n) for n in nearest) if nearest else None
             )
             yield ctx.error(
-                "GS303",
+                MIG_LAYOUT_IMPOSSIBLE,
                 group.path,
                 f"MIG layout {_layout_text(layout)} cannot be made on {model.key}: " + "; ".join(result.problems),
                 hint,
@@ -96,7 +104,7 @@ def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
         if absent:
             position, device = absent[0]
             yield ctx.error(
-                "GS305",
+                MIG_GROUPS_UNEVEN,
                 (*mig.path, "groups", index, "devices", position),
                 f"GPU index{'es' if len(absent) > 1 else ''} {_some(d for _, d in absent)} "
                 f"{'do' if len(absent) > 1 else 'does'} not exist: nodes of pool '{pool.name}' have "
@@ -106,7 +114,7 @@ def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
         if repeated:
             position, device = repeated[0]
             yield ctx.error(
-                "GS305",
+                MIG_GROUPS_UNEVEN,
                 (*mig.path, "groups", index, "devices", position),
                 f"GPU {device} is in MIG groups {owner[device]} and {index} of pool '{pool.name}'"
                 + (
@@ -119,7 +127,7 @@ def _check_groups(ctx: Context, pool: NodePool) -> Iterator[Diagnostic]:
     missing = [d for d in range(pool.gpu.count) if d not in owner]
     if missing:
         yield ctx.error(
-            "GS305",
+            MIG_GROUPS_UNEVEN,
             (*mig.path, "groups"),
             f"GPU{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of pool '{pool.name}' "
             f"{'are' if len(missing) > 1 else 'is'} in no MIG group",
@@ -135,7 +143,7 @@ def check_single_strategy(ctx: Context) -> Iterator[Diagnostic]:
         profiles = {p for group in mig.groups for p in group.instances}
         if len(profiles) > 1:
             yield ctx.error(
-                "GS304",
+                MIG_SINGLE_MIXED,
                 (*mig.path, "strategy"),
                 f"pool '{pool.name}' uses the single MIG strategy with several profiles "
                 f"({', '.join(sorted(profiles))})",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.codes import GPU_TAINT_ON_DEDICATED_POOL, HAMI_POOL_SHARED, NO_EXECUTE_TAINT, SHARED_TAINT, SOFT_ISOLATION
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
 from gpustack.model import SharingStrategy
@@ -18,7 +19,7 @@ def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
         for taint in pool.taints:
             if taint.key == "nvidia.com/gpu":
                 yield ctx.warning(
-                    "GS701",
+                    GPU_TAINT_ON_DEDICATED_POOL,
                     (*taint.path, "key"),
                     f"pool '{pool.name}' is dedicated to tenant '{users[0]}' but is tainted with key nvidia.com/gpu: "
                     "clusters with the ExtendedResourceToleration admission plugin add that toleration to every pod "
@@ -32,7 +33,7 @@ def check_no_execute(ctx: Context) -> Iterator[Diagnostic]:
         for taint in pool.taints:
             if taint.effect == "NoExecute":
                 yield ctx.warning(
-                    "GS702",
+                    NO_EXECUTE_TAINT,
                     (*taint.path, "effect"),
                     f"pool '{pool.name}' has a NoExecute taint ({taint.key}): applying it evicts every running pod "
                     "on its nodes that does not tolerate it, including DaemonSets without a matching toleration",
@@ -46,7 +47,7 @@ def check_hami_pool_shared_by_tenants(ctx: Context) -> Iterator[Diagnostic]:
         if pool.sharing.strategy is not SharingStrategy.HAMI or len(users) < 2:
             continue
         yield ctx.warning(
-            "GS703",
+            HAMI_POOL_SHARED,
             (*pool.sharing.path, "strategy"),
             f"pool '{pool.name}' shares its GPUs between tenants {', '.join(repr(u) for u in users)} through HAMi, "
             "whose memory and compute limits are enforced inside each container by a CUDA library (HAMi-core), not "
@@ -69,7 +70,7 @@ def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
             tenants = set(ctx.tenants_by_pool.get(pool.name, [])) ^ set(ctx.tenants_by_pool.get(other, []))
             if tenants:
                 yield ctx.warning(
-                    "GS704",
+                    SHARED_TAINT,
                     (*taint.path, "key"),
                     f"pools '{other}' and '{pool.name}' share the taint {taint_text(taint)} but not their "
                     f"tenants ({', '.join(sorted(tenants))} may use only one of them): a pod that tolerates it and "
@@ -94,7 +95,7 @@ def check_soft_isolation(ctx: Context) -> Iterator[Diagnostic]:
         where = (*soft[0].path, "effect") if soft else pool.path
         what = "only a PreferNoSchedule taint, which the scheduler may ignore" if soft else "no taint"
         yield ctx.warning(
-            "GS705",
+            SOFT_ISOLATION,
             where,
             f"pool '{pool.name}' is granted to {', '.join(repr(u) for u in users)} but has {what}: any pod that asks "
             "for the resource its GPUs advertise can land there (gpustack's quotas and admission policies refuse "

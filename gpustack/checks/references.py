@@ -5,6 +5,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator
 
+from gpustack.codes import (
+    CORDONED_NOT_IN_POOL,
+    DUPLICATE_NAME,
+    NAMESPACE_IN_TWO_TENANTS,
+    NODE_IN_TWO_POOLS,
+    SYSTEM_NAMESPACE,
+    UNKNOWN_POOL,
+    UNKNOWN_TENANT,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
 from gpustack.model import PoolAmounts, Tenant
@@ -33,7 +42,7 @@ def _duplicates(ctx: Context, what: str, items: Iterable[tuple[str, JsonPath]]) 
     for name, path in items:
         if name in first:
             yield ctx.error(
-                "GS201",
+                DUPLICATE_NAME,
                 path,
                 f"{what} '{name}' is defined twice",
                 "give each one its own name",
@@ -57,7 +66,7 @@ def check_namespace_owners(ctx: Context) -> Iterator[Diagnostic]:
             path = (*tenant.path, "namespaces", i)
             if namespace in owner and owner[namespace][0] != tenant.name:
                 yield ctx.error(
-                    "GS202",
+                    NAMESPACE_IN_TWO_TENANTS,
                     path,
                     f"namespace '{namespace}' belongs to tenants '{owner[namespace][0]}' and '{tenant.name}'",
                     "a namespace has one tenant: its quota and admission policy cannot serve two",
@@ -73,7 +82,7 @@ def check_nodes_in_one_pool(ctx: Context) -> Iterator[Diagnostic]:
             path = (*pool.path, "nodes", i)
             if node in seen and seen[node][0] != pool.name:
                 yield ctx.error(
-                    "GS203",
+                    NODE_IN_TWO_POOLS,
                     path,
                     f"node '{node}' is in pools '{seen[node][0]}' and '{pool.name}'",
                     "a node carries one pool's labels, taints and device-plugin config: list it in one pool",
@@ -87,7 +96,7 @@ def check_cordoned_nodes(ctx: Context) -> Iterator[Diagnostic]:
         for i, node in enumerate(pool.cordoned):
             if node not in pool.nodes:
                 yield ctx.error(
-                    "GS207",
+                    CORDONED_NOT_IN_POOL,
                     (*pool.path, "cordoned", i),
                     f"cordoned node '{node}' is not a node of pool '{pool.name}'; expected one of its nodes",
                     _did_you_mean(node, pool.nodes) or "list the node under nodes first",
@@ -102,7 +111,7 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
         for i, pool in enumerate(tenant.pools):
             if pool not in pools:
                 yield ctx.error(
-                    "GS204",
+                    UNKNOWN_POOL,
                     (*tenant.path, "pools", i),
                     f"tenant '{tenant.name}' names pool '{pool}', which is not defined",
                     _did_you_mean(pool, pools),
@@ -111,7 +120,7 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
             for pool, _ in amounts:
                 if pool not in pools:
                     yield ctx.error(
-                        "GS204",
+                        UNKNOWN_POOL,
                         (*path, pool),
                         f"tenant '{tenant.name}' has a {what} on pool '{pool}', which is not defined",
                         _did_you_mean(pool, pools),
@@ -120,7 +129,7 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
     for workload in bp.workloads:
         if workload.pool not in pools:
             yield ctx.error(
-                "GS204",
+                UNKNOWN_POOL,
                 (*workload.path, "pool"),
                 f"workload '{workload.name}' runs on pool '{workload.pool}', which is not defined",
                 _did_you_mean(workload.pool, pools),
@@ -128,14 +137,14 @@ def check_references(ctx: Context) -> Iterator[Diagnostic]:
         owning = tenants.get(workload.tenant)
         if owning is None:
             yield ctx.error(
-                "GS205",
+                UNKNOWN_TENANT,
                 (*workload.path, "tenant"),
                 f"workload '{workload.name}' belongs to tenant '{workload.tenant}', which is not defined",
                 _did_you_mean(workload.tenant, tenants),
             )
         elif workload.namespace is not None and workload.namespace not in owning.namespaces:
             yield ctx.error(
-                "GS205",
+                UNKNOWN_TENANT,
                 (*workload.path, "namespace"),
                 f"workload '{workload.name}' is in namespace '{workload.namespace}', "
                 f"which is not one of tenant '{owning.name}''s namespaces",
@@ -149,7 +158,7 @@ def check_system_namespaces(ctx: Context) -> Iterator[Diagnostic]:
         for i, namespace in enumerate(tenant.namespaces):
             if namespace in system or namespace.startswith("kube-"):
                 yield ctx.error(
-                    "GS206",
+                    SYSTEM_NAMESPACE,
                     (*tenant.path, "namespaces", i),
                     f"tenant '{tenant.name}' claims namespace '{namespace}', which belongs to the cluster's own "
                     "components (GPU device plugins, the MIG manager, Kubernetes itself)",

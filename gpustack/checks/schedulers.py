@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    KUEUE_LENDING_ABOVE_QUOTA,
+    KUEUE_NO_NODE_RESOURCES,
+    KUEUE_TOO_MANY_TAINTS,
+    QUOTA_PER_NAMESPACE,
+    VOLCANO_RESERVED_QUEUE,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
@@ -30,7 +37,7 @@ def check_quota_per_namespace(ctx: Context) -> Iterator[Diagnostic]:
         count = len(tenant.namespaces)
         reach = ", ".join(f"{key} up to {amount * count}" for key, amount in hard.items())
         yield ctx.warning(
-            "GS507",
+            QUOTA_PER_NAMESPACE,
             (*tenant.path, "namespaces"),
             f"tenant '{tenant.name}' has a quota and {count} namespaces: Kubernetes has no cross-namespace "
             f"quota, so each namespace gets the full quota and the tenant's total can reach {count} x quota ({reach})",
@@ -54,7 +61,7 @@ def check_kueue_pools_have_node_resources(ctx: Context) -> Iterator[Diagnostic]:
             continue
         tenants = ", ".join(repr(t) for t in users[pool.name])
         yield ctx.error(
-            "GS508",
+            KUEUE_NO_NODE_RESOURCES,
             (*pool.path, "name"),
             f"pool '{pool.name}' gives no nodeResources {' or '.join(missing)}, but tenant(s) {tenants} use Kueue, "
             "which admits a workload only if its ClusterQueue covers every resource the pods request, cpu and "
@@ -69,7 +76,7 @@ def check_kueue_flavor_taints(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.name in used and len(pool.taints) > MAX_FLAVOR_TAINTS:
             yield ctx.error(
-                "GS510",
+                KUEUE_TOO_MANY_TAINTS,
                 pool.taints[MAX_FLAVOR_TAINTS].path,
                 f"pool '{pool.name}' has {len(pool.taints)} taints; a Kueue ResourceFlavor holds at most "
                 f"{MAX_FLAVOR_TAINTS}, so the flavor for this pool could not name them all",
@@ -94,7 +101,7 @@ def check_kueue_lending_limits(ctx: Context) -> Iterator[Diagnostic]:
                 nominal = nominal_quota(ctx, tenant, pool, resource)
                 if isinstance(nominal, int) and amount > nominal:
                     yield ctx.error(
-                        "GS511",
+                        KUEUE_LENDING_ABOVE_QUOTA,
                         (*cohort.path, "lendingLimit", pool_name, short),
                         f"tenant '{tenant.name}' lends up to {amount} {resource} of pool '{pool_name}', more than "
                         f"its nominal quota there ({nominal}); Kueue rejects a ClusterQueue whose lendingLimit "
@@ -107,7 +114,7 @@ def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in volcano_tenants(ctx):
         if tenant.name in RESERVED_QUEUES:
             yield ctx.error(
-                "GS509",
+                VOLCANO_RESERVED_QUEUE,
                 (*tenant.path, "name"),
                 f"tenant '{tenant.name}' uses Volcano, and its Queue would be named '{tenant.name}', a queue Volcano "
                 "creates and manages itself: applying gpustack's Queue would overwrite it for every other user",

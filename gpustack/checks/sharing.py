@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    GFD_LABEL,
+    HAMI_SETTINGS_DIFFER,
+    MEMORY_OVERSUBSCRIBED,
+    MPS_TOO_MANY_CLIENTS,
+    MPS_WITH_MIG,
+    MPS_WITHOUT_GFD,
+    OWNED_LABEL,
+    TOO_FEW_REPLICAS,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, SharingStrategy
@@ -41,7 +51,7 @@ def check_mps_with_mig(ctx: Context) -> Iterator[Diagnostic]:
             continue
         if pool.sharing.mig is not None:
             yield ctx.error(
-                "GS401",
+                MPS_WITH_MIG,
                 pool.sharing.mig.path,
                 f"pool '{pool.name}' combines MPS with MIG, which the NVIDIA device plugin refuses "
                 "('sharing using MPS is not supported for MIG devices')",
@@ -60,7 +70,7 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
         path = (*replication.path, "replicas")
         if replication.replicas < 2:
             yield ctx.error(
-                "GS402",
+                TOO_FEW_REPLICAS,
                 path,
                 f"{kind} in pool '{pool.name}' has {replication.replicas} replica; the device plugin requires at "
                 "least 2 ('number of replicas must be >= 2') and fails to start",
@@ -70,7 +80,7 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
             cap = model.mps_max_clients
             if replication.replicas > cap:
                 yield ctx.error(
-                    "GS403",
+                    MPS_TOO_MANY_CLIENTS,
                     path,
                     f"MPS in pool '{pool.name}' asks for {replication.replicas} replicas; {model.key} "
                     f"(compute capability {model.compute_capability}) allows at most {cap} MPS clients per GPU",
@@ -82,7 +92,7 @@ def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
     for fact in ctx.oversubscriptions:
         workload, replicas = fact.workload, fact.replicas
         yield ctx.warning(
-            "GS404",
+            MEMORY_OVERSUBSCRIBED,
             (*workload.gpu.path, "memory"),
             f"workload '{workload.name}' needs {format_gib(fact.need)} of GPU memory; pool '{fact.pool.name}' "
             f"time-slices each {fact.model.key} {replicas} ways, so {replicas} such pods can land on one GPU and ask "
@@ -98,7 +108,7 @@ def check_mps_needs_gfd(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.sharing.strategy is SharingStrategy.MPS:
             yield ctx.error(
-                "GS405",
+                MPS_WITHOUT_GFD,
                 (*pool.sharing.path, "strategy"),
                 f"pool '{pool.name}' uses MPS, but GPU Feature Discovery is off (devicePlugin.gfd: false)",
                 "the MPS control daemon only runs on nodes GFD labels nvidia.com/mps.capable=true: set gfd: true",
@@ -113,7 +123,7 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
         for key, _ in pool.labels:
             if key in owned:
                 yield ctx.error(
-                    "GS406",
+                    OWNED_LABEL,
                     (*pool.path, "labels", key),
                     f"pool '{pool.name}' sets label '{key}', which gpustack derives from the pool's sharing",
                     "remove it: gpustack writes this label from sharing (and a hand-set MIG config beside MPS "
@@ -122,7 +132,7 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                 )
             elif key in KUBELET_LABELS or key.startswith(KUBELET_LABEL_PREFIXES):
                 yield ctx.error(
-                    "GS406",
+                    OWNED_LABEL,
                     (*pool.path, "labels", key),
                     f"pool '{pool.name}' sets label '{key}', which the kubelet (or Kubernetes) sets on every node: "
                     "overwriting it breaks what relies on it (local volumes, anti-affinity) and would let the "
@@ -139,7 +149,7 @@ def check_gfd_labels(ctx: Context) -> Iterator[Diagnostic]:
         for key, _ in pool.labels:
             if key in GFD_LABELS or key.startswith(GFD_LABEL_PREFIXES):
                 yield ctx.warning(
-                    "GS407",
+                    GFD_LABEL,
                     (*pool.path, "labels", key),
                     f"pool '{pool.name}' sets label '{key}', which GPU Feature Discovery writes from the "
                     "hardware and overwrites on its next pass",
@@ -162,7 +172,7 @@ def check_hami_settings_agree(ctx: Context) -> Iterator[Diagnostic]:
             mine, theirs = getattr(hami, attribute), getattr(first[1], attribute)
             if mine != theirs:
                 yield ctx.error(
-                    "GS409",
+                    HAMI_SETTINGS_DIFFER,
                     (*pool.sharing.path, "hami", name) if pool.sharing.hami is not None else pool.sharing.path,
                     f"HAMi pools '{first[0]}' and '{pool.name}' differ in {name} ({theirs} and {mine}): gpustack "
                     "installs one HAMi release, whose device plugin takes one value for every HAMi node",

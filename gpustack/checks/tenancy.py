@@ -5,6 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.checks.references import tenant_amounts
+from gpustack.codes import (
+    DEMAND_ABOVE_QUOTA,
+    QUOTA_ABOVE_POOL,
+    QUOTA_ON_SHARED_RESOURCE,
+    QUOTA_ON_UNGRANTED_POOL,
+    QUOTA_ON_UNKNOWN_RESOURCE,
+    WORKLOAD_ON_UNGRANTED_POOL,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
@@ -21,7 +29,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                 path = (*base, pool_name)
                 if pool_name not in tenant.pools:
                     yield ctx.error(
-                        "GS503",
+                        QUOTA_ON_UNGRANTED_POOL,
                         path,
                         f"tenant '{tenant.name}' has a {what} on pool '{pool_name}' but is not allowed on it",
                         f"add '{pool_name}' to the tenant's pools, or drop the {what}",
@@ -36,7 +44,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                     if offer is None:
                         advertised = ", ".join(o.short_name for o in offers)
                         yield ctx.error(
-                            "GS502",
+                            QUOTA_ON_UNKNOWN_RESOURCE,
                             (*path, resource),
                             f"{what} names '{resource}', which pool '{pool_name}' does not advertise",
                             f"pool '{pool_name}' advertises {advertised}",
@@ -46,7 +54,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                     capacity = offer.per_node * nodes
                     if what == "quota" and amount > capacity:
                         yield ctx.warning(
-                            "GS501",
+                            QUOTA_ABOVE_POOL,
                             (*path, resource),
                             f"tenant '{tenant.name}' may use {amount} {offer.resource} in pool '{pool_name}', but the "
                             f"pool has only {capacity} ({nodes} node(s) x {offer.per_node})",
@@ -62,7 +70,7 @@ def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
             continue
         if workload.pool not in tenant.pools:
             yield ctx.error(
-                "GS504",
+                WORKLOAD_ON_UNGRANTED_POOL,
                 (*workload.path, "pool"),
                 f"workload '{workload.name}' of tenant '{tenant.name}' runs on pool '{workload.pool}', "
                 "which the tenant is not allowed on",
@@ -85,7 +93,7 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
             if needed > allowed:
                 borrowed = f" (nominal {nominal} + borrowing {allowed - nominal})" if allowed != nominal else ""
                 yield ctx.warning(
-                    "GS505",
+                    DEMAND_ABOVE_QUOTA,
                     (*tenant.path, "quota", pool, short),
                     f"tenant '{tenant.name}''s workload templates request {needed} {resource} in pool '{pool}', "
                     f"its quota allows {allowed}{borrowed}",
@@ -109,7 +117,7 @@ def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
         for resource, pools in sorted(by_resource.items()):
             if len(pools) > 1:
                 yield ctx.warning(
-                    "GS506",
+                    QUOTA_ON_SHARED_RESOURCE,
                     (*tenant.path, "quota"),
                     f"tenant '{tenant.name}' has quotas on pools {', '.join(repr(p) for p in pools)}, which all "
                     f"advertise {resource}: a ResourceQuota counts them together, "

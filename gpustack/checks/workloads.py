@@ -5,6 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.codes import (
+    DEVICE_ENV_SET,
+    MEMORY_BELOW_GPU_MEMORY,
+    NEED_UNMET,
+    SHARED_REQUEST_ABOVE_ONE,
+    TORCHRUN_SHAPE,
+    VOLCANO_JOB_ON_HAMI,
+    VOLCANO_JOB_WITHOUT_VOLCANO,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
@@ -28,7 +37,7 @@ def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
             # count is only defaulted when profile or memory is written, so the field named here always exists
             field = result.field or ("profile" if need.profile else "memory" if need.memory else "count")
             path = (*need.path, field)
-            yield ctx.error("GS601", path, f"workload '{workload.name}' {result.reason}", result.hint)
+            yield ctx.error(NEED_UNMET, path, f"workload '{workload.name}' {result.reason}", result.hint)
 
 
 def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
@@ -36,7 +45,7 @@ def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
         for key, _ in workload.env:
             if key in DEVICE_ENV:
                 yield ctx.error(
-                    "GS602",
+                    DEVICE_ENV_SET,
                     (*workload.path, "env", key),
                     f"workload '{workload.name}' sets {key}, which the NVIDIA container toolkit can read as a device "
                     "request: the container may get GPUs outside the device plugin and every quota",
@@ -45,7 +54,7 @@ def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
                 )
             if key == "CUDA_VISIBLE_DEVICES":
                 yield ctx.error(
-                    "GS602",
+                    DEVICE_ENV_SET,
                     (*workload.path, "env", key),
                     f"workload '{workload.name}' sets CUDA_VISIBLE_DEVICES by hand",
                     "remove it: the device plugin exposes exactly the allocated GPUs to the container, and a "
@@ -62,7 +71,7 @@ def check_shared_request_size(ctx: Context) -> Iterator[Diagnostic]:
         if pool.sharing.replication.fail_requests_greater_than_one:
             kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
             yield ctx.error(
-                "GS603",
+                SHARED_REQUEST_ABOVE_ONE,
                 (*workload.gpu.path, "count"),
                 f"workload '{workload.name}' asks for {workload.gpu.count} shared GPUs in pool '{pool.name}', whose "
                 f"{kind} config has failRequestsGreaterThanOne: the kubelet rejects such pods "
@@ -81,7 +90,7 @@ def check_volcano_scheduler(ctx: Context) -> Iterator[Diagnostic]:
             and tenant.scheduler is not Scheduler.VOLCANO
         ):
             yield ctx.warning(
-                "GS604",
+                VOLCANO_JOB_WITHOUT_VOLCANO,
                 (*workload.path, "kind"),
                 f"workload '{workload.name}' is a VolcanoJob, but tenant '{tenant.name}' uses the "
                 f"{tenant.scheduler} scheduler",
@@ -98,7 +107,7 @@ def check_volcano_job_on_hami_pool(ctx: Context) -> Iterator[Diagnostic]:
             and pool.sharing.strategy is SharingStrategy.HAMI
         ):
             yield ctx.error(
-                "GS607",
+                VOLCANO_JOB_ON_HAMI,
                 (*workload.path, "pool"),
                 f"workload '{workload.name}' is a VolcanoJob on HAMi pool '{pool.name}': Volcano schedules a Volcano "
                 "Job's pods, and only HAMi's scheduler knows which share of which GPU is free (gpumem and gpucores "
@@ -123,7 +132,7 @@ def check_memory_covers_gpu_memory(ctx: Context) -> Iterator[Diagnostic]:
         memory = parse_quantity(workload.memory) / GIB
         if held is not None and memory < held:
             yield ctx.warning(
-                "GS608",
+                MEMORY_BELOW_GPU_MEMORY,
                 (*workload.path, "resources", "memory"),
                 f"workload '{workload.name}' gives each pod {workload.memory} of memory but {held.normalize():f}Gi "
                 "of GPU memory: loading a model that fills its GPUs passes the weights through host memory, and "
@@ -144,7 +153,7 @@ def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
                 path = (*workload.path, "command", problem.index)
             else:
                 path = (*workload.path, "args", problem.index - len(workload.command))
-            yield ctx.error("GS609", path, f"workload '{workload.name}': {problem.message}", problem.hint)
+            yield ctx.error(TORCHRUN_SHAPE, path, f"workload '{workload.name}': {problem.message}", problem.hint)
 
 
 RULES = (

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, sort_diagnostics
 from gpustack.importer import import_snapshot
 from gpustack.report import SourceLine, format_text
@@ -89,7 +90,7 @@ def command(snapshot: str, out: str | None, name: str | None) -> None:
         except OSError as error:
             reason = error.strerror or str(error)
             problem = Diagnostic(
-                "GS901",
+                OUTPUT_UNSAFE,
                 Severity.ERROR,
                 f"cannot write {out}: {reason}; expected a writable file in an existing directory",
                 hint="check the path and its directory's permissions; nothing was written",

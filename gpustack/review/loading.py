@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from gpustack.codes import FILE_TOO_LARGE
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.load import MAX_BYTES
 from gpustack.review.revision import Revision, TooLarge, open_revision, renamed_from
@@ -65,7 +66,12 @@ def _read_capped(revision: Revision, path: str, label: str) -> bytes | Validatio
         return revision.read(path, limit=MAX_BYTES)
     except TooLarge as error:
         problem = Diagnostic(
-            "GS002", Severity.ERROR, f"{label}: {error}", None, (), "a blueprint is a few kilobytes; check the revision"
+            FILE_TOO_LARGE,
+            Severity.ERROR,
+            f"{label}: {error}",
+            None,
+            (),
+            "a blueprint is a few kilobytes; check the revision",
         )
         return Validation(label, None, None, (problem,))
 

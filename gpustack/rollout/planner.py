@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable
 
+from gpustack.codes import ROLLOUT_CAPACITY_DROP
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.plan import HelmRelease
@@ -154,7 +155,7 @@ def _refusals(dips: list[tuple[int, Availability]], after: Snapshot, locate: Loc
         span = locate(path) if path and locate is not None else None
         found.append(
             Diagnostic(
-                "GS951",
+                ROLLOUT_CAPACITY_DROP,
                 Severity.ERROR,
                 f"wave{wave:02d} leaves pool '{pool}' with {row.available} {resource} while tenant(s) "
                 f"{', '.join(row.tenants)} were guaranteed {row.guaranteed}",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from gpustack.codes import COMBINATION, MISSING_FIELD, NOT_ALLOWED_VALUE, OUT_OF_RANGE, UNKNOWN_FIELD, WRONG_TYPE
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity
 from gpustack.load import Document, parse_document
 from gpustack.model import Blueprint
@@ -84,26 +85,26 @@ def scenario_from(document: Document, blueprint: Blueprint) -> Scenario:
 
     data = document.data
     if not isinstance(data, Mapping):
-        fail("GS103", (), "a scenario is a mapping (scale, workloads, pods)")
+        fail(WRONG_TYPE, (), "a scenario is a mapping (scale, workloads, pods)")
         raise DiagnosticError(problems)
     _unknown_keys(data, (), _TOP, fail)
     if data.get("kind", KIND) != KIND:
-        fail("GS104", ("kind",), f"kind must be {KIND}")
+        fail(NOT_ALLOWED_VALUE, ("kind",), f"kind must be {KIND}")
     if data.get("apiVersion", API_VERSION) != API_VERSION:
-        fail("GS104", ("apiVersion",), f"apiVersion must be {API_VERSION}")
+        fail(NOT_ALLOWED_VALUE, ("apiVersion",), f"apiVersion must be {API_VERSION}")
     scale = _scale(data.get("scale"), fail)
     names = [w.name for w in blueprint.workloads]
     overrides = {}
     raw_workloads = data.get("workloads") or {}
     if not isinstance(raw_workloads, Mapping):
-        fail("GS103", ("workloads",), "workloads is a mapping of workload name -> override")
+        fail(WRONG_TYPE, ("workloads",), "workloads is a mapping of workload name -> override")
         raw_workloads = {}
     for name, raw in raw_workloads.items():
         path: JsonPath = ("workloads", name)
         if name not in names:
             close = difflib.get_close_matches(str(name), names, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"the blueprint's workloads: {', '.join(names)}"
-            fail("GS101", path, f"the blueprint has no workload '{name}'", hint, key=True)
+            fail(UNKNOWN_FIELD, path, f"the blueprint has no workload '{name}'", hint, key=True)
             continue
         override = _override(raw, path, fail)
         if override is not None:
@@ -120,37 +121,37 @@ def _unknown_keys(data: Mapping[str, Any], path: JsonPath, allowed: Iterable[str
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"allowed here: {', '.join(allowed)}"
-            fail("GS101", (*path, key), f"unknown field '{key}'", hint, key=True)
+            fail(UNKNOWN_FIELD, (*path, key), f"unknown field '{key}'", hint, key=True)
 
 
 def _scale(value: Any, fail: Any) -> Decimal | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1000:
-        fail("GS106", ("scale",), "scale is a number from 0 to 1000 (a factor on every workload's replicas)")
+        fail(OUT_OF_RANGE, ("scale",), "scale is a number from 0 to 1000 (a factor on every workload's replicas)")
         return None
     return Decimal(str(value))
 
 
 def _count(value: Any, path: JsonPath, fail: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLICAS:
-        fail("GS106", path, f"expected a whole number from 0 to {MAX_REPLICAS}")
+        fail(OUT_OF_RANGE, path, f"expected a whole number from 0 to {MAX_REPLICAS}")
         return None
     return value
 
 
 def _override(raw: Any, path: JsonPath, fail: Any) -> WorkloadOverride | None:
     if not isinstance(raw, Mapping):
-        fail("GS103", path, "a workload override is a mapping (replicas, workers, podSpec, resources)")
+        fail(WRONG_TYPE, path, "a workload override is a mapping (replicas, workers, podSpec, resources)")
         return None
     _unknown_keys(raw, path, _OVERRIDE, fail)
     if "replicas" in raw and "workers" in raw:
-        fail("GS108", path, "give replicas or workers, not both", key=True)
+        fail(COMBINATION, path, "give replicas or workers, not both", key=True)
     count_key = "workers" if "workers" in raw else "replicas"
     replicas = _count(raw[count_key], (*path, count_key), fail) if count_key in raw else None
     pod_spec = raw.get("podSpec") or {}
     if not isinstance(pod_spec, Mapping):
-        fail("GS103", (*path, "podSpec"), "podSpec is a mapping of pod spec fields")
+        fail(WRONG_TYPE, (*path, "podSpec"), "podSpec is a mapping of pod spec fields")
         pod_spec = {}
     _unknown_keys(pod_spec, (*path, "podSpec"), POD_SPEC_FIELDS, fail)
     resources = raw.get("resources")
@@ -160,7 +161,7 @@ def _override(raw: Any, path: JsonPath, fail: Any) -> WorkloadOverride | None:
             parse_pod_spec(trial)
         except SpecError as error:
             where = ("resources", *error.path[3:]) if error.path[:1] == ("containers",) else (*base, *error.path)
-            fail("GS103", (*path, *where), error.message)
+            fail(WRONG_TYPE, (*path, *where), error.message)
     return WorkloadOverride(path, replicas, dict(pod_spec), resources)
 
 
@@ -168,25 +169,25 @@ def _raw_pods(raw: Any, fail: Any) -> tuple[RawPods, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        fail("GS103", ("pods",), "pods is a list of {name, namespace, replicas, spec}")
+        fail(WRONG_TYPE, ("pods",), "pods is a list of {name, namespace, replicas, spec}")
         return ()
     out = []
     for index, item in enumerate(raw):
         path: JsonPath = ("pods", index)
         if not isinstance(item, Mapping):
-            fail("GS103", path, "a pod is a mapping {name, namespace, replicas, spec}")
+            fail(WRONG_TYPE, path, "a pod is a mapping {name, namespace, replicas, spec}")
             continue
         _unknown_keys(item, path, _RAW_POD, fail)
         missing = [k for k in ("name", "namespace", "spec") if k not in item]
         for key in missing:
-            fail("GS102", path, f"a pod needs '{key}'")
+            fail(MISSING_FIELD, path, f"a pod needs '{key}'")
         if missing:
             continue
         replicas = _count(item.get("replicas", 1), (*path, "replicas"), fail)
         try:
             parse_pod_spec(item["spec"])
         except SpecError as error:
-            fail("GS103", (*path, "spec", *error.path), error.message)
+            fail(WRONG_TYPE, (*path, "spec", *error.path), error.message)
             continue
         if replicas is not None:
             out.append(RawPods(path, str(item["name"]), str(item["namespace"]), replicas, item["spec"]))
