@@ -105,6 +105,11 @@ class Context:
         return resolved
 
     @cached_property
+    def advertised_resources(self) -> frozenset[str]:
+        """Every resource name some pool advertises (read per tenant: computed once)."""
+        return frozenset(offer.resource for offers in self.offers.values() for offer in offers)
+
+    @cached_property
     def demand(self) -> dict[str, dict[tuple[str, str], int]]:
         """Tenant name -> (pool, resource) -> units its workload templates request when all their pods run.
 

@@ -437,7 +437,8 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
         label_keys=facts.label_keys,
         own_labels=tuple(labels),
         schedulers=list_schedulers(ctx, tenant),
-        foreign_resources=tuple(sorted(_advertised(ctx, ctx.blueprint.pools) - _advertised(ctx, granted))),
+        # Advertised only by pools not granted: every name some pool advertises, less the tenant's own.
+        foreign_resources=tuple(sorted(ctx.advertised_resources - _advertised(ctx, granted))),
         priority_classes=tuple(allowed_priority_classes(ctx, tenant.name)) if tenant is not None else (),
     )
 
@@ -769,7 +770,9 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     granted_pools = [pool for pool, _ in granted]
     resources = sorted(_advertised(ctx, granted_pools))
     # Resource names only granted pools advertise: whatever the taints, a pod without a tenant cannot ask for them.
-    exclusive = sorted(set(resources) - _advertised(ctx, (p for p in ctx.blueprint.pools if p not in granted_pools)))
+    granted_names = {pool.name for pool in granted_pools}  # a set: the pools are compared by name, once each
+    others = (p for p in ctx.blueprint.pools if p.name not in granted_names)
+    exclusive = sorted(set(resources) - _advertised(ctx, others))
     described = "; ".join(f"pool {pool.name}: {_describe_tenants(tenants)}" for pool, tenants in granted if pool.taints)
     nobody = ("namespace ", Cel("request.namespace"), " belongs to no tenant: ")
     taint = "variables.toleratedGrantedTaints[0]"

@@ -126,13 +126,9 @@ def gpu_max_per_container(ctx: Context, tenant: Tenant) -> dict[str, int]:
 def foreign_resources(ctx: Context, tenant: Tenant) -> list[str]:
     """GPU resource names that only pools the tenant is not granted advertise."""
     own = {offer.resource for pool in tenant.pools for offer in ctx.offers.get(pool, ())}
-    others = {
-        offer.resource
-        for pool in ctx.blueprint.pools
-        if pool.name not in tenant.pools
-        for offer in ctx.offers.get(pool.name, ())
-    }
-    return sorted(others - own)
+    # Names only other pools advertise: every advertised name less the tenant's own (what its pools share with
+    # others stays its own), so each tenant costs its own pools, not the fleet's.
+    return sorted(ctx.advertised_resources - own)
 
 
 def limitable_resources(ctx: Context) -> set[str]:
