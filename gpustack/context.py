@@ -217,16 +217,3 @@ class Context:
 
     error = partialmethod(diagnostic, Severity.ERROR)
     warning = partialmethod(diagnostic, Severity.WARNING)
-
-
-def tenant_demand(ctx: Context, tenant_name: str) -> dict[tuple[str, str], int]:
-    """(pool, resource) -> units the tenant's templates request when all their pods run."""
-    demand: dict[tuple[str, str], int] = {}
-    for workload in ctx.blueprint.workloads:
-        requests = ctx.requests.get(workload.name)  # resolved once per context; absent where the need cannot fit
-        if workload.tenant != tenant_name or requests is None:
-            continue
-        for resource, amount in requests.items:
-            key = (workload.pool, resource)
-            demand[key] = demand.get(key, 0) + amount * workload.pods
-    return demand

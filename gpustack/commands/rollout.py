@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
 import click
 
 from gpustack.commands.options import output_option
-from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span, sort_diagnostics
-from gpustack.report import format_json, format_text
+from gpustack.commands.reporting import stop_invalid
+from gpustack.diagnostic import JsonPath, Severity, Span
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.revision import RevisionError
 from gpustack.rollout.model import DEFAULT_PERCENT
 from gpustack.rollout.planner import MaxUnavailableError, plan_rollout
 from gpustack.rollout.render import RENDERERS
-from gpustack.validation import source_lines
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # an invalid blueprint, a git failure, or a refused capacity drop
-
-
-def _report(results: Sequence[tuple[str, Sequence[Diagnostic]]], output: str, sides: list[Side], why: str) -> NoReturn:
-    """Diagnostics as `gpustack validate` shows them: JSON on stdout, or text with source lines on stderr."""
-    if output == "json":
-        click.echo(format_json([(file, sort_diagnostics(found)) for file, found in results]), nl=False)
-    else:
-        validations = [s.validation for s in sides if s.validation is not None]
-        diagnostics = [d for _, found in results for d in sort_diagnostics(found)]
-        click.echo(format_text(diagnostics, source_lines(validations)) + "\n", err=True)
-        click.echo(f"gpustack rollout: {why}", err=True)
-    sys.exit(EXIT_FAILED)
 
 
 def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[Side, Side]:
@@ -43,8 +29,13 @@ def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[S
     after = side_from_file(blueprints[-1])
     if before.snapshot is None or after.snapshot is None:
         invalid = {s.validation.file: s.validation for s in (before, after) if s.validation and not s.validation.ok}
-        results = [(file, v.diagnostics) for file, v in invalid.items()]
-        _report(results, output, [before, after], "invalid blueprint; nothing to plan")
+        stop_invalid(
+            list(invalid.values()),
+            output,
+            "invalid blueprint; nothing to plan",
+            command="rollout",
+            exit_code=EXIT_FAILED,
+        )
     return before, after
 
 
@@ -84,13 +75,15 @@ def command(
         raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
     before, after = _load(blueprints, base, output)
     assert before.snapshot is not None and after.snapshot is not None
+    # Compile reports nothing validation did not; should it ever, the plan stops the same way.
     failed = [
-        (snapshot.label, errors)
-        for snapshot in (before.snapshot, after.snapshot)
-        if (errors := [d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR])
+        dataclasses.replace(side.validation, diagnostics=errors)
+        for side, snapshot in ((before, before.snapshot), (after, after.snapshot))
+        if side.validation is not None
+        and (errors := tuple(d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR))
     ]
     if failed:
-        _report(failed, output, [before, after], "the blueprint does not compile; nothing to plan")
+        stop_invalid(failed, output, "nothing to plan", command="rollout", exit_code=EXIT_FAILED)
     document = after.validation.document if after.validation is not None else None
 
     def locate(path: JsonPath) -> Span | None:
@@ -100,12 +93,9 @@ def command(
         plan = plan_rollout(before.snapshot, after.snapshot, max_unavailable, locate)
     except MaxUnavailableError as error:
         raise click.BadParameter(str(error), param_hint="--max-unavailable") from error
-    if plan.refusals and not allow_capacity_drop:
-        _report(
-            [(after.snapshot.label, list(plan.refusals))],
-            output,
-            [before, after],
-            "refused: the rollout would leave tenants below their guaranteed quota (see --allow-capacity-drop)",
-        )
+    if plan.refusals and not allow_capacity_drop and after.validation is not None:
+        refused = dataclasses.replace(after.validation, diagnostics=tuple(plan.refusals))
+        why = "refused: the rollout would leave tenants below their guaranteed quota (see --allow-capacity-drop)"
+        stop_invalid([refused], output, why, command="rollout", exit_code=EXIT_FAILED)
     click.echo(RENDERERS[output](plan), nl=False)
     sys.exit(EXIT_OK)
