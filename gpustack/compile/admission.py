@@ -27,6 +27,7 @@ enforced and what is not.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -337,8 +338,10 @@ class PoolFacts:
     label_keys: tuple[str, ...]
     # Indexes for resolve_grants, so that each tenant costs its own pools rather than the fleet's.
     taint_keys: tuple[str, ...] = ()  # distinct taint keys, in blueprint order
-    taints_by_key: Mapping[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
     pool_order: Mapping[str, int] = field(default_factory=dict)  # pool name -> position in the blueprint
+    # How many distinct taints share a key, a key and value, a key and effect: a tenant owns one of these when it
+    # owns that many of them, found without walking the other pools' taints.
+    taints_per: Mapping[tuple[str, ...], int] = field(default_factory=dict)
 
 
 def gather_pool_facts(ctx: Context) -> PoolFacts:
@@ -347,18 +350,21 @@ def gather_pool_facts(ctx: Context) -> PoolFacts:
         for taint in pool.taints:
             texts.setdefault(_identify_taint(taint), taint_text(taint))
     label_keys = dict.fromkeys(key for pool in ctx.blueprint.pools for key, _ in collect_pool_labels(pool))
-    by_key: dict[str, list[tuple[str, str, str]]] = {}
-    for identity in texts:
-        by_key.setdefault(identity[0], []).append(identity)
     order = {pool.name: index for index, pool in reversed(list(enumerate(ctx.blueprint.pools)))}
     return PoolFacts(
         tuple(texts),
         texts,
         tuple(label_keys),
-        tuple(by_key),
-        {key: tuple(taints) for key, taints in by_key.items()},
+        tuple(dict.fromkeys(key for key, _, _ in texts)),
         order,
+        Counter(share for taint in texts for share in _taint_shares(taint)),
     )
+
+
+def _taint_shares(taint: tuple[str, str, str]) -> tuple[tuple[str, ...], ...]:
+    """The groups one toleration can cover that hold this taint: its key, its key and value, its key and effect."""
+    key, value, effect = taint
+    return ("key", key), ("value", key, value), ("effect", key, effect)
 
 
 def _describe_owners(pools: Sequence[str]) -> str:
@@ -413,18 +419,14 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
         ctx.blueprint.pools[facts.pool_order[name]] for name in sorted(granted_names, key=facts.pool_order.__getitem__)
     ]
     own = list(dict.fromkeys(_identify_taint(taint) for pool in granted for taint in pool.taints))
-    own_set = set(own)
     # A taint one of its own pools carries stays tolerable, even if other pools carry it too (pools that share a
-    # taint are told apart by labels). A toleration that covers several taints is allowed if all of them are its own.
-    own_keys = dict.fromkeys(key for key, _, _ in own)
-    foreign = [taint for key in own_keys for taint in facts.taints_by_key.get(key, ()) if taint not in own_set]
-    key_values = dict.fromkeys(f"{k}={v}" for k, v, _ in own)
-    key_effects = dict.fromkeys(f"{k}:{e}" for k, _, e in own)
-    keys = dict.fromkeys(k for k, _, _ in own)
-    for k, v, e in foreign:
-        key_values.pop(f"{k}={v}", None)
-        key_effects.pop(f"{k}:{e}", None)
-        keys.pop(k, None)
+    # taint are told apart by labels). A toleration that covers several taints (a key, a key and value, a key and
+    # effect) is allowed if all of them are its own: if it owns as many of that group as the fleet has.
+    owned = Counter(share for taint in own for share in _taint_shares(taint))
+    mine = [share for share, count in owned.items() if count == facts.taints_per.get(share, 0)]
+    keys = [share[1] for share in mine if share[0] == "key"]
+    key_values = [f"{share[1]}={share[2]}" for share in mine if share[0] == "value"]
+    key_effects = [f"{share[1]}:{share[2]}" for share in mine if share[0] == "effect"]
     labels = dict.fromkeys(f"{key}={value}" for pool in granted for key, value in collect_pool_labels(pool))
     return Grants(
         pools=tuple(pool.name for pool in granted),

@@ -29,6 +29,7 @@ DEFAULT_MEMORY_REQUEST = "256Mi"
 
 def compile_tenants(ctx: Context) -> FamilyOutput:
     output = FamilyOutput()
+    limitable = limitable_resources(ctx)
     for tenant in ctx.blueprint.tenants:
         file = f"tenants/{tenant.name}.yaml"
         hard = quota_hard(ctx, tenant)
@@ -40,7 +41,7 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
         # The LimitRange caps them at 0 too, with a clear message per container; not for a Kueue tenant, whose
         # ClusterQueue refuses a pod that names (even at 0) a resource it does not cover.
         if tenant.scheduler is not Scheduler.KUEUE:
-            closed_limits = {name: 0 for name in foreign if name in limitable_resources(ctx)}
+            closed_limits = {name: 0 for name in foreign if name in limitable}
             limits = dict(sorted({**limits, **closed_limits}.items()))
         for namespace in tenant.namespaces:
             output.objects.append(Manifest(FAMILY, file, namespace_object(tenant, namespace)))
