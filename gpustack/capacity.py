@@ -7,6 +7,7 @@ memory oversubscription from the Context, so capacity, checks, compile, review a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -105,7 +106,8 @@ class Capacity:
 
 
 def measure_capacity(context: Context) -> Capacity:
-    pools = tuple(pool_capacity(context, pool) for pool in context.blueprint.pools)
+    demand = _demand_by_pool(context)
+    pools = tuple(pool_capacity(context, pool, demand.get(pool.name, {})) for pool in context.blueprint.pools)
     by_pool = {p.name: p for p in pools}
     tenants = tuple(
         TenantCapacity(tenant.name, str(tenant.scheduler), tenant.pools, tuple(_grants(context, tenant.name, by_pool)))
@@ -124,14 +126,20 @@ def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | 
     return Decimal(1) / offer.shared_by
 
 
-def pool_capacity(context: Context, pool: NodePool) -> PoolCapacity:
-    model = context.models.get(pool.name)
-    nodes = pool.node_count
-    demand: dict[str, int] = {}
+def _demand_by_pool(context: Context) -> dict[str, dict[str, int]]:
+    """Pool -> resource -> units every tenant's templates request when all their pods run."""
+    found: dict[str, dict[str, int]] = {}
     for by_tenant in context.demand.values():
         for (pool_name, resource), amount in by_tenant.items():
-            if pool_name == pool.name:
-                demand[resource] = demand.get(resource, 0) + amount
+            pool_demand = found.setdefault(pool_name, {})
+            pool_demand[resource] = pool_demand.get(resource, 0) + amount
+    return found
+
+
+def pool_capacity(context: Context, pool: NodePool, demand: Mapping[str, int]) -> PoolCapacity:
+    """One pool's units; `demand`: resource -> units requested from it (_demand_by_pool)."""
+    model = context.models.get(pool.name)
+    nodes = pool.node_count
     units = tuple(
         Unit(
             resource=offer.resource,

@@ -143,17 +143,19 @@ def blueprint_graph(blueprint: Blueprint, context: Context | None = None) -> Gra
     """The blueprint's pools, tenants and workloads in columns, each column ordered to cross fewer edges;
     with a context, pool -> workload edges name what each pod requests."""
     pools = list(blueprint.pools)
-    tenants = _by_barycentre(blueprint.tenants, lambda t: [_index(pools, p) for p in t.pools])
+    pool_at = _positions(pools)
+    tenants = _by_barycentre(blueprint.tenants, lambda t: [pool_at(p) for p in t.pools])
+    tenant_at = _positions(tenants)
     workloads = sorted(
         blueprint.workloads,
-        key=lambda w: (_index(tenants, w.tenant), _index(pools, w.pool)),  # sorted() is stable: ties keep file order
+        key=lambda w: (tenant_at(w.tenant), pool_at(w.pool)),  # sorted() is stable: ties keep file order
     )
     nodes = [_pool_node(p) for p in pools] + [_tenant_node(t) for t in tenants]
     nodes += [_workload_node(w) for w in workloads]
     ids = {(n.kind, n.name): n.id for n in nodes}
     edges: list[GraphEdge] = []
     for tenant in tenants:
-        for pool in sorted(tenant.pools, key=lambda name: _index(pools, name)):
+        for pool in sorted(tenant.pools, key=pool_at):
             if ("pool", pool) in ids:
                 edges.append(GraphEdge(ids["pool", pool], ids["tenant", tenant.name], _quota_text(tenant, pool)))
     for workload in workloads:
@@ -168,8 +170,12 @@ def blueprint_graph(blueprint: Blueprint, context: Context | None = None) -> Gra
 T = TypeVar("T", NodePool, Tenant)
 
 
-def _index(items: Sequence[NodePool | Tenant], name: str) -> int:
-    return next((i for i, item in enumerate(items) if item.name == name), len(items))
+def _positions(items: Sequence[NodePool | Tenant]) -> Callable[[str], int]:
+    """Name -> its position among `items` (the first, if named twice); names not there go last."""
+    found: dict[str, int] = {}
+    for position, item in enumerate(items):
+        found.setdefault(item.name, position)
+    return lambda name: found.get(name, len(items))
 
 
 def _by_barycentre(items: Iterable[T], neighbours: Callable[[T], list[int]]) -> list[T]:

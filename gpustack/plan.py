@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from gpustack.diagnostic import Diagnostic
@@ -31,7 +32,7 @@ class Manifest:
         namespace = self.obj["metadata"].get("namespace")
         return None if namespace is None else str(namespace)
 
-    @property
+    @cached_property  # asked for many times per object by review; an object is not changed once in a Manifest
     def key(self) -> str:
         """apiVersion/kind/namespace/name: unique within a plan."""
         return f"{self.obj['apiVersion']}/{self.kind}/{self.namespace or ''}/{self.name}"

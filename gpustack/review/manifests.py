@@ -9,6 +9,7 @@ nodes/taints.yaml) is one item per family, keyed `KEY#FAMILY`, so that no patch 
 from __future__ import annotations
 
 import difflib
+import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,21 +39,20 @@ class Item:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal and written alike: the same types, the same key order, floats by repr (0.0 is not -0.0)."""
-    kind = type(a)
-    if kind is not type(b):
+    """Equal and written alike: the same types, the same key order, floats bit for bit (0.0 is not -0.0).
+
+    marshal writes exactly these (bool apart from int, tuple apart from list, dicts in their order), in C: most
+    objects of a plan do not change, and walking them in Python cost more than compiling. Format 2 writes no
+    back-references, so equal data gives equal bytes whatever objects it shares. Anything marshal cannot write is
+    compared by its rendered text instead.
+    """
+    try:
+        return marshal.dumps(a, _NO_REFERENCES) == marshal.dumps(b, _NO_REFERENCES)
+    except ValueError:
         return False
-    if kind is dict:
-        return len(a) == len(b) and all(
-            _same(ka, kb) and _same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
-        )
-    if kind is list or kind is tuple:
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if kind is float:
-        return repr(a) == repr(b)
-    if kind in (str, int, bool) or a is None:
-        return bool(a == b)
-    return False  # anything else: compare the rendered texts
+
+
+_NO_REFERENCES = 2  # marshal format 3 and later refer back to objects seen twice
 
 
 def _text(text: str) -> str:
