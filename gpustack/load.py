@@ -194,20 +194,8 @@ class Document:
 
     @cached_property
     def _ends(self) -> tuple[Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
-        """Where each value and key ends, just after its last character (as editors and SARIF count).
-
-        Found by parsing the text a second time, on the first span asked for: ends are only needed to
-        report a problem, and recording them on every load made loading a large blueprint 20% slower."""
-        builder = _EndsBuilder(self.file)
-        loader = BlueprintLoader(self.text)
-        try:
-            with _gc_paused():
-                builder.build(loader)
-        except (yaml.YAMLError, DiagnosticError, RecursionError):
-            pass  # a text that loaded once loads again; a Document made by hand may have no text
-        finally:
-            loader.dispose()
-        return _MarkPositions(builder.value_ends), _MarkPositions(builder.key_ends)
+        """Where each value and key ends, just after its last character (as editors and SARIF count)."""
+        return _end_positions(self.value_positions), _end_positions(self.key_positions)
 
     def source_line(self, line: int) -> str:
         """The text of 1-based `line` without its line break; '' when out of range."""
@@ -462,15 +450,36 @@ def _position(mark: _Mark) -> Position:
     return Position(mark.line + 1, mark.column + 1)
 
 
-class _MarkPositions(Mapping[JsonPath, Position]):
-    """Positions kept as the parser's 0-based marks and made into Positions when asked for:
-    a large blueprint has hundreds of thousands of nodes, and few are ever looked up."""
+# A located value is kept as one int: the 0-based line and column where it starts and where it ends, 32 bits each.
+# A large blueprint has hundreds of thousands of them and few are ever looked up; the parser's Mark objects cost
+# several times more to keep, and finding ends by parsing again on the first diagnostic cost as much as the load.
+_BITS: Final = 32
+_FIELD: Final = (1 << _BITS) - 1
+_END_BITS: Final = (1 << 2 * _BITS) - 1  # the end's line and column
 
-    def __init__(self, marks: dict[JsonPath, _Mark]) -> None:
+
+def _pack(start: _Mark, end: _Mark) -> int:
+    return (((start.line << _BITS | start.column) << _BITS | end.line) << _BITS) | end.column
+
+
+def _start_of(packed: int) -> Position:
+    return Position((packed >> 3 * _BITS) + 1, (packed >> 2 * _BITS & _FIELD) + 1)
+
+
+def _end_of(packed: int) -> Position:
+    return Position((packed >> _BITS & _FIELD) + 1, (packed & _FIELD) + 1)
+
+
+class _MarkPositions(Mapping[JsonPath, Position]):
+    """Positions kept packed (_pack) and made into Positions when asked for: where each value or key starts, or
+    with ends=True where it ends."""
+
+    def __init__(self, marks: dict[JsonPath, int], ends: bool = False) -> None:
         self._marks = marks
+        self._unpack = _end_of if ends else _start_of
 
     def __getitem__(self, path: JsonPath) -> Position:
-        return _position(self._marks[path])
+        return self._unpack(self._marks[path])
 
     def __iter__(self) -> Iterator[JsonPath]:
         return iter(self._marks)
@@ -480,6 +489,11 @@ class _MarkPositions(Mapping[JsonPath, Position]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._marks
+
+
+def _end_positions(starts: Mapping[JsonPath, Position]) -> Mapping[JsonPath, Position]:
+    # A Document made by hand holds plain positions, without ends.
+    return _MarkPositions(starts._marks, ends=True) if isinstance(starts, _MarkPositions) else {}
 
 
 def _error(
@@ -522,13 +536,16 @@ class _Frame:
     """A collection being built: its container, its path (None when its content is not
     addressable: inside a key, or under a refused key) and, for a mapping, the pending key."""
 
-    __slots__ = ("container", "is_list", "key", "path", "start")
+    __slots__ = ("container", "flow", "is_list", "key", "path", "start")
 
-    def __init__(self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark) -> None:
+    def __init__(
+        self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: _Mark, flow: bool = False
+    ) -> None:
         self.container = container
         self.is_list = isinstance(container, list)
         self.path = path
         self.start = start
+        self.flow = flow  # a [..] or {..} collection, which ends at its bracket
         self.key: str | _Pending = _NO_KEY
 
 
@@ -537,8 +554,9 @@ class _Builder:
 
     def __init__(self, file: str) -> None:
         self._file = file
-        self.value_marks: dict[JsonPath, _Mark] = {}
-        self.key_marks: dict[JsonPath, _Mark] = {}
+        # Path -> where its value (its key) starts and ends, packed by _pack.
+        self.value_marks: dict[JsonPath, int] = {}
+        self.key_marks: dict[JsonPath, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self._reported_anchor = False
 
@@ -611,7 +629,20 @@ class _Builder:
         return (*path, key)
 
     def _closed(self, frame: _Frame, event: Any) -> None:
-        """A collection's end event: nothing to do unless ends are being recorded."""
+        """A collection's end event: where it starts and ends is known now."""
+        path = frame.path
+        if path is None:
+            return
+        # A flow collection ends at its bracket; a block one where its last value ends (its end event stands
+        # where the next line starts).
+        container = frame.container
+        if container and not frame.flow:
+            last = self.value_marks.get((*path, len(container) - 1 if frame.is_list else next(reversed(container))))
+            if last is not None:
+                start = frame.start
+                self.value_marks[path] = (start.line << _BITS | start.column) << 2 * _BITS | last & _END_BITS
+                return
+        self.value_marks[path] = _pack(frame.start, event.end_mark)
 
     def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
         if depth >= MAX_DEPTH:
@@ -628,8 +659,8 @@ class _Builder:
                 path,
             )
         if path is not None:
-            self.value_marks[path] = start
-        return _Frame({} if is_mapping else [], path, start)
+            self.value_marks[path] = _pack(start, start)  # its place in document order; _closed adds the end
+        return _Frame({} if is_mapping else [], path, start, bool(event.flow_style))
 
     def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
         text = event.value
@@ -642,7 +673,8 @@ class _Builder:
             if tag is None:
                 return None
         if path is not None:
-            self.value_marks[path] = start
+            end: _Mark = event.end_mark
+            self.value_marks[path] = (((start.line << _BITS | start.column) << _BITS | end.line) << _BITS) | end.column
         if tag == STR_TAG:
             return text
         try:
@@ -714,9 +746,9 @@ class _Builder:
         key_path = (*path, key)
         first_mark = self.key_marks.get(key_path)
         if first_mark is None:
-            self.key_marks[key_path] = start
+            self.key_marks[key_path] = _pack(start, start if event is None else event.end_mark)
             return key
-        first = _position(first_mark)
+        first = _start_of(first_mark)
         message = f"duplicate key {key!r} (first defined at line {first.line}, column {first.column})"
         hint = "remove one of them; YAML would silently keep only the last one"
         self._report(DUPLICATE_KEY, message, hint, start, key_path, related=(Span(self._file, first),))
@@ -745,46 +777,6 @@ class _Builder:
 
     def _fail_with(self, diagnostic: Diagnostic) -> None:
         raise DiagnosticError([*self.diagnostics, diagnostic])
-
-
-class _EndsBuilder(_Builder):
-    """The same walk, recording where each value and key ends (Document._ends)."""
-
-    def __init__(self, file: str) -> None:
-        super().__init__(file)
-        self.value_ends: dict[JsonPath, _Mark] = {}
-        self.key_ends: dict[JsonPath, _Mark] = {}
-        self._flow: set[int] = set()  # id() of the open flow collections' containers
-
-    def _open(self, event: CollectionStartEvent, start: _Mark, path: JsonPath | None, depth: int) -> _Frame:
-        frame = super()._open(event, start, path, depth)
-        if event.flow_style:
-            self._flow.add(id(frame.container))
-        return frame
-
-    def _closed(self, frame: _Frame, event: Any) -> None:
-        # A flow collection ends at its bracket; a block one where its last value ends (its end event
-        # stands where the next line starts).
-        end = event.end_mark
-        container = frame.container
-        if id(container) in self._flow:
-            self._flow.discard(id(container))
-        elif container and frame.path is not None:
-            last = len(container) - 1 if frame.is_list else next(reversed(container))
-            end = self.value_ends.get((*frame.path, last), end)
-        if frame.path is not None:
-            self.value_ends[frame.path] = end
-
-    def _scalar(self, event: ScalarEvent, start: _Mark, path: JsonPath | None) -> Any:
-        if path is not None:
-            self.value_ends[path] = event.end_mark
-        return super()._scalar(event, start, path)
-
-    def _accept_key(self, parent: _Frame, key: Any, start: _Mark, event: ScalarEvent | None) -> str | _Pending:
-        accepted = super()._accept_key(parent, key, start, event)
-        if isinstance(accepted, str) and parent.path is not None and event is not None:
-            self.key_ends.setdefault((*parent.path, accepted), event.end_mark)
-        return accepted
 
 
 def _custom_tag_message(tag: str) -> str:
