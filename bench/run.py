@@ -25,6 +25,7 @@ Shapes (bench/fleet.py): many-pools (1x: 100 pools, 1,000 nodes, 50 tenants, 50 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import gc
 import os
@@ -49,6 +50,7 @@ from fleet import few_pools, grown, many_pools  # noqa: E402
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
 from gpustack.capacity import format_text as capacity_text  # noqa: E402
 from gpustack.catalog import load_catalog  # noqa: E402
+from gpustack.cli import main as cli_main  # noqa: E402
 from gpustack.compile import compile_blueprint  # noqa: E402
 from gpustack.context import Context  # noqa: E402
 from gpustack.outputs import render_stream, streamed  # noqa: E402
@@ -182,13 +184,24 @@ def help_ratio(repeat: int) -> tuple[float, float]:
 
 
 def peak_memory(path: Path) -> tuple[int, int]:
-    """tracemalloc's peak while compiling `path` to a stream, and the stream's size in bytes (UTF-8)."""
+    """tracemalloc's peak while `gpustack compile PATH -d -` runs in this process (its output to /dev/null), and the
+    stream's size in bytes (UTF-8)."""
+    size = len(compile_stream(str(path)).encode("utf-8"))
     gc.collect()
-    tracemalloc.start()
-    text = compile_stream(str(path))
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak, len(text.encode("utf-8"))
+    with (
+        open(os.devnull, "w", encoding="utf-8") as sink,
+        contextlib.redirect_stdout(sink),
+        contextlib.redirect_stderr(sink),
+    ):
+        tracemalloc.start()
+        try:
+            cli_main(["compile", str(path), "-d", "-"])
+        except SystemExit as done:
+            assert not done.code, f"compile exited {done.code}"
+        finally:
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+    return peak, size
 
 
 def profile(stage: str, shape: str, scale: int, folder: Path) -> None:

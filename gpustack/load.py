@@ -197,6 +197,13 @@ class Document:
         """Where each value and key ends, just after its last character (as editors and SARIF count)."""
         return _end_positions(self.value_positions), _end_positions(self.key_positions)
 
+    def text_only(self) -> Document:
+        """This document holding only its text: the data dropped, and the positions found again from the text if a
+        span is ever asked for. What compile keeps, once validation has read what it needs (at fleet size the
+        data and positions are a third of compile's memory, and compile seldom reports anything)."""
+        again = _Reparse(self.text, self.file)
+        return Document(self.file, self.text, None, _MarkPositions(again, "value"), _MarkPositions(again, "key"))
+
     def source_line(self, line: int) -> str:
         """The text of 1-based `line` without its line break; '' when out of range."""
         return self._lines[line - 1] if 1 <= line <= len(self._lines) else ""
@@ -353,6 +360,11 @@ _Mark = Any  # yaml.error.Mark, or the libyaml parser's own Mark: both have 0-ba
 
 
 def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
+    builder, data = _load_marks(text, file)
+    return data, _MarkPositions(builder.value_marks), _MarkPositions(builder.key_marks)
+
+
+def _load_marks(text: str, file: str) -> tuple[_Builder, Any]:
     builder = _Builder(file)
     loader: yaml.SafeLoader | None = None
     try:
@@ -368,7 +380,7 @@ def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], 
     finally:
         if loader is not None:
             loader.dispose()
-    return data, _MarkPositions(builder.value_marks), _MarkPositions(builder.key_marks)
+    return builder, data
 
 
 @contextmanager
@@ -470,13 +482,38 @@ def _end_of(packed: int) -> Position:
     return Position((packed >> _BITS & _FIELD) + 1, (packed & _FIELD) + 1)
 
 
+class _Reparse:
+    """A text that loaded once, loaded again for its positions the first time they are asked for."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self._text = text
+        self._file = file
+
+    @cached_property
+    def marks(self) -> dict[str, dict[JsonPath, int]]:
+        try:
+            builder = _load_marks(self._text, self._file)[0]
+        except DiagnosticError:  # not a text that loaded: no positions
+            return {"value": {}, "key": {}}
+        return {"value": builder.value_marks, "key": builder.key_marks}
+
+
 class _MarkPositions(Mapping[JsonPath, Position]):
     """Positions kept packed (_pack) and made into Positions when asked for: where each value or key starts, or
     with ends=True where it ends."""
 
-    def __init__(self, marks: dict[JsonPath, int], ends: bool = False) -> None:
-        self._marks = marks
+    def __init__(self, marks: dict[JsonPath, int] | _Reparse, which: str = "value", ends: bool = False) -> None:
+        self._source = marks
+        self._which = which
         self._unpack = _end_of if ends else _start_of
+
+    @property
+    def _marks(self) -> dict[JsonPath, int]:
+        source = self._source
+        return source.marks[self._which] if isinstance(source, _Reparse) else source
+
+    def ends(self) -> _MarkPositions:
+        return _MarkPositions(self._source, self._which, ends=True)
 
     def __getitem__(self, path: JsonPath) -> Position:
         return self._unpack(self._marks[path])
@@ -493,7 +530,7 @@ class _MarkPositions(Mapping[JsonPath, Position]):
 
 def _end_positions(starts: Mapping[JsonPath, Position]) -> Mapping[JsonPath, Position]:
     # A Document made by hand holds plain positions, without ends.
-    return _MarkPositions(starts._marks, ends=True) if isinstance(starts, _MarkPositions) else {}
+    return starts.ends() if isinstance(starts, _MarkPositions) else {}
 
 
 def _error(

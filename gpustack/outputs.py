@@ -5,9 +5,11 @@ Pure: the writer and `compile --check` both call `render_files`, so what is chec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from gpustack.outputs_readme import render_readme
 from gpustack.plan import Manifest, Plan
-from gpustack.yamlout import dump_all, dump_yaml
+from gpustack.yamlout import dump_all, dump_each, dump_yaml
 
 KUSTOMIZATION = "kustomization.yaml"
 # Families written to disk but left out of the kustomization: applying them takes over fields others own.
@@ -62,7 +64,12 @@ def streamed(plan: Plan) -> list[Manifest]:
 
 def render_stream(plan: Plan) -> str:
     """The kustomization's objects as one multi-document YAML stream (`compile -d -`)."""
-    return dump_all(m.obj for m in streamed(plan))
+    return "".join(stream_documents(plan))
+
+
+def stream_documents(plan: Plan) -> Iterator[str]:
+    """render_stream in pieces, to be written as they come: the stream is never held whole."""
+    return dump_each(m.obj for m in streamed(plan))
 
 
 def stream_leaves_out(plan: Plan) -> list[str]:

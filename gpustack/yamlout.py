@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import yaml
@@ -56,8 +56,14 @@ def dump_yaml(obj: Any) -> str:
 
 def dump_all(objs: Iterable[Any]) -> str:
     """A stream of documents separated by '---' lines."""
+    return "".join(dump_each(objs))
+
+
+def dump_each(objs: Iterable[Any]) -> Iterator[str]:
+    """dump_all's stream a document at a time, each after the first starting with its '---' line."""
     writer = Writer()  # one style cache for the whole stream, dropped with it
-    return "---\n".join(writer.dump(obj) for obj in objs)
+    for index, obj in enumerate(objs):
+        yield writer.dump(obj) if index == 0 else "---\n" + writer.dump(obj)
 
 
 def could_be_misread(text: str) -> bool:

@@ -3,6 +3,7 @@ earlier ones. tests/test_deploy.py checks that the Pulumi half registers exactly
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,8 @@ from gpustack.registration import (
     load_blueprint,
     registrations,
 )
+from gpustack.review.review import review_change
+from gpustack.review.snapshot import Snapshot
 from gpustack.validation import validate_path
 
 EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
@@ -155,3 +158,19 @@ def test_node_families_are_never_in_an_object_group() -> None:
     node_objects = [m.obj for m in plan.plan.objects if m.family in (NODES_FAMILY, TAINTS_FAMILY)]
     grouped = [o for s in registrations(plan, "gs") if isinstance(s, ObjectGroup) for o in s.objects]
     assert node_objects and not any(o in grouped for o in node_objects)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_nothing_downstream_changes_a_compiled_object(path: Path) -> None:
+    """Compiled objects may share parts (a pool's nodes share one labels mapping and one taint list), which is
+    safe only while writing, reviewing and registering leave every object as compile made it."""
+    deploy = cut(path, own_node_taints=True)
+    plan = deploy.plan
+    pristine = copy.deepcopy([m.obj for m in plan.objects])
+    render_files(plan)
+    registrations(deploy, "gs")
+    snapshot = Snapshot(str(path), deploy.blueprint)
+    snapshot.__dict__["plan"] = plan  # review this very plan, not a fresh compile
+    review_change(Snapshot("base", None), snapshot)
+    review_change(snapshot, snapshot)
+    assert [m.obj for m in plan.objects] == pristine

@@ -16,7 +16,7 @@ from gpustack.compile_report import compile_report
 from gpustack.diagnostic import DiagnosticError, sort_diagnostics
 from gpustack.jsondoc import dump_document
 from gpustack.model import Blueprint
-from gpustack.outputs import render_stream, stream_leaves_out
+from gpustack.outputs import stream_documents, stream_leaves_out
 from gpustack.validation import Validation, document_locator, validate_path
 from gpustack.write import stale_files, write_directory
 from gpustack.yamlout import LIBYAML, SLOW_WRITER_NOTE
@@ -70,6 +70,8 @@ def command(
     if not result.ok or result.blueprint is None:
         _stop_invalid(result, output)
     model = result.blueprint
+    if result.document is not None:  # validation has read the data; compile needs at most the text, for spans
+        result = dataclasses.replace(result, document=result.document.text_only())
     plan = compile_blueprint(model, locate=document_locator(result.document) if result.document else None)
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
@@ -81,8 +83,12 @@ def command(
     if not LIBYAML:
         click.echo(SLOW_WRITER_NOTE, err=True)
     if out == STREAM:
-        click.echo(render_stream(plan), nl=False)
+        # Written a document at a time, without the blueprint: at fleet size the stream, the plan and the
+        # validated document held together were most of compile's memory.
+        del model
         left_out = stream_leaves_out(plan)
+        for text in stream_documents(plan):
+            click.echo(text, nl=False)
         if left_out:
             click.echo(
                 f"gpustack: not in the stream (compile to a directory for them): {'; '.join(left_out)}", err=True
