@@ -86,7 +86,8 @@ def check_shared_request_size(ctx: Context) -> Iterator[Diagnostic]:
             yield ctx.error(
                 SHARED_REQUEST_ABOVE_ONE,
                 (*workload.gpu.path, "count"),
-                f"workload '{workload.name}' asks for {workload.gpu.count} shared GPUs in pool '{pool.name}', whose "
+                f"workload '{workload.name}' asks for {workload.gpu.count} shared "
+                f"{'MIG instances' if kind.startswith('MIG') else 'GPUs'} in pool '{pool.name}', whose "
                 f"{kind} config has failRequestsGreaterThanOne: the kubelet rejects such pods "
                 "(UnexpectedAdmissionError: maximum request size for shared resources is 1)",
                 "ask for 1; more replicas of one GPU do not give more compute anyway",
