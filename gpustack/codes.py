@@ -299,8 +299,10 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     ),
     MIG_LAYOUT_IMPOSSIBLE: (
         "A MIG layout the GPU cannot make: an unknown profile, too many instances, more memory or compute "
-        "slices than the GPU has, or instances that cannot be placed side by side.",
-        "Use one of the valid layouts the hint lists; `gpustack models MODEL` shows each profile.",
+        "slices than the GPU has, or instances that cannot be placed side by side; or MIG groups that all leave "
+        "their GPUs `whole: true`, so no GPU is MIG-enabled.",
+        "Use one of the valid layouts the hint lists; `gpustack models MODEL` shows each profile. Give at least one "
+        "MIG group a layout, or use `sharing.strategy: none` for whole GPUs.",
     ),
     MIG_SINGLE_MIXED: (
         "The `single` MIG strategy with a layout of several profiles, or with a MIG group left `whole: true` "

@@ -67,6 +67,15 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 key=True,
             )
             continue
+        if not mig.cut_groups:
+            yield ctx.error(
+                MIG_LAYOUT_IMPOSSIBLE,
+                (*mig.path, "groups"),
+                f"pool '{pool.name}' uses MIG but every group leaves its GPUs whole: no GPU is MIG-enabled, so there is "
+                "no MIG instance to advertise" + (" or time-slice" if mig.time_slicing is not None else ""),
+                "give at least one group a layout, or use sharing.strategy: none for whole GPUs",
+                key=True,
+            )
         for group in mig.cut_groups:
             layout = group.instances
             result = check_layout(model.mig, layout)
