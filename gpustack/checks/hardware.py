@@ -71,8 +71,8 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
             yield ctx.error(
                 MIG_LAYOUT_IMPOSSIBLE,
                 (*mig.path, "groups"),
-                f"pool '{pool.name}' uses MIG but every group leaves its GPUs whole: no GPU is MIG-enabled, so there is "
-                "no MIG instance to advertise" + (" or time-slice" if mig.time_slicing is not None else ""),
+                f"pool '{pool.name}' uses MIG but every group leaves its GPUs whole: no GPU is MIG-enabled, so "
+                "there is no MIG instance to advertise" + (" or time-slice" if mig.time_slicing is not None else ""),
                 "give at least one group a layout, or use sharing.strategy: none for whole GPUs",
                 key=True,
             )
