@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 from builders import blueprint, context
+from cluster_from import snapshot_data
+from conftest import BLUEPRINTS
 from upstream_rules import device_plugin_config_errors, mig_parted_config_errors
 
 from gpustack.capacity import measure_capacity
@@ -21,8 +23,12 @@ from gpustack.compile.gpu_operator import build_values
 from gpustack.compile.mig import build_mig_parted_config
 from gpustack.compile.nodes import node_labels
 from gpustack.dra import pool_classes
+from gpustack.importer import import_snapshot
 from gpustack.offers import Isolation
 from gpustack.simulate.inventory import gfd_labels
+from gpustack.snapshot import parse_snapshot
+from gpustack.validation import validate_path, validate_text
+from gpustack.yamlout import dump_yaml
 
 WHOLE_AND_CUT = [
     {"devices": [0, 1, 2, 3], "whole": True},
@@ -246,3 +252,23 @@ def test_a_dra_pool_may_leave_gpus_whole_beside_its_mig_devices() -> None:
     # The driver publishes a MIG-enabled GPU only as its MIG devices, a MIG-disabled one as type gpu.
     assert "type == 'gpu'" in classes["gpu.h100.gpustack.io"].expression
     assert "type == 'mig'" in classes["mig-3g.40gb.h100.gpustack.io"].expression
+
+
+# import
+
+
+def test_import_reads_whole_groups_and_time_slicing_back_from_the_cluster() -> None:
+    original = validate_path(BLUEPRINTS / "mig-mixed.yaml")
+    assert original.blueprint is not None
+    data = snapshot_data(original.blueprint, "v1.33.0")
+    # Without the device plugin's ConfigMap, time-slicing is read from GFD's labels and the allocatable names.
+    data["items"] = [i for i in data["items"] if i["metadata"].get("name") != "gpustack-device-plugin-config"]
+    result = import_snapshot(parse_snapshot(dump_yaml(data), "cluster.yaml"), "round-trip")
+    pools = {p["gpu"]["model"]: p for p in result.data["spec"]["nodePools"]}
+    mixed = pools["H100-SXM5-80GB"]["sharing"]["mig"]
+    assert mixed["groups"][0] == {"devices": [0, 1, 2, 3], "whole": True}
+    assert "timeSlicing" not in mixed
+    sliced = pools["A100-SXM4-80GB"]["sharing"]["mig"]
+    assert sliced["timeSlicing"] == {"replicas": 4, "renameByDefault": True}
+    assert "mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels" in result.text
+    assert validate_text(result.text, "imported.yaml").ok
