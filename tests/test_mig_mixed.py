@@ -26,6 +26,7 @@ from gpustack.dra import pool_classes
 from gpustack.importer import import_snapshot
 from gpustack.offers import Isolation
 from gpustack.simulate.inventory import gfd_labels
+from gpustack.sizing import size_pod
 from gpustack.snapshot import parse_snapshot
 from gpustack.validation import validate_path, validate_text
 from gpustack.yamlout import dump_yaml
@@ -272,3 +273,16 @@ def test_import_reads_whole_groups_and_time_slicing_back_from_the_cluster() -> N
     assert sliced["timeSlicing"] == {"replicas": 4, "renameByDefault": True}
     assert "mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels" in result.text
     assert validate_text(result.text, "imported.yaml").ok
+
+
+def test_pods_without_resources_share_the_node_by_the_gpus_their_units_are_cut_from() -> None:
+    pool = {**mig_pool(), "nodeResources": {"cpu": "192", "memory": "2000Gi"}}
+    units = {"trainer": {"count": 1}, "chat": {"profile": "3g.40gb"}, "small": {"profile": "1g.10gb"}}
+    bp = blueprint(pool, tenants=[tenant("h100")], workloads=[workload(name, gpu) for name, gpu in units.items()])
+    ctx = context(bp)
+    cpus = {w.name: size_pod(ctx, w, bp.pools[0], ctx.requests[w.name])[0] for w in bp.workloads}
+    # 1 of 4 whole GPUs is 1/8 of the node; 1 of the 4 3g.40gb (on 2 GPUs) 1/16; 1 of 14 1g.10gb (on 2 GPUs) 1/56.
+    assert cpus == {"trainer": "21", "chat": "10", "small": "3"}
+    offers = ctx.offers["h100"]
+    # The units' GPUs add up to the node's: all its units together get 90% of it, as on a node of whole GPUs.
+    assert sum(Decimal(o.gpus or 0) for o in offers) == 8
