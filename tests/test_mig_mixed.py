@@ -7,6 +7,7 @@ GPU Feature Discovery's labels, the DRA driver's devices, and the scheduler's vi
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from typing import Any
 
@@ -29,6 +30,7 @@ from gpustack.simulate.inventory import gfd_labels
 from gpustack.sizing import size_pod
 from gpustack.snapshot import parse_snapshot
 from gpustack.validation import validate_path, validate_text
+from gpustack.workloads import compile_workloads
 from gpustack.yamlout import dump_yaml
 
 WHOLE_AND_CUT = [
@@ -286,3 +288,29 @@ def test_pods_without_resources_share_the_node_by_the_gpus_their_units_are_cut_f
     offers = ctx.offers["h100"]
     # The units' GPUs add up to the node's: all its units together get 90% of it, as on a node of whole GPUs.
     assert sum(Decimal(o.gpus or 0) for o in offers) == 8
+
+
+def test_a_template_may_move_a_pod_between_the_units_the_pool_offers_but_not_to_one_it_does_not() -> None:
+    pool = mig_pool(timeSlicing={"replicas": 2, "renameByDefault": True})
+    bp = blueprint(pool, tenants=[tenant("h100")], workloads=[workload("app", {"count": 1})])
+    app = bp.workloads[0]
+
+    def rendered_with(resource: str) -> list[str]:
+        text = (
+            "{%- set c = manifest.spec.template.spec.containers[0] -%}\n"
+            f"{{%- set _ = c.resources.limits.pop('nvidia.com/gpu') and c.resources.requests.pop('nvidia.com/gpu') "
+            f"and c.resources.limits.update({{'{resource}': '1'}}) "
+            f"or c.resources.requests.update({{'{resource}': '1'}}) -%}}\n"
+            "{{ manifest | toyaml }}\n"
+        )
+        templated = dataclasses.replace(
+            bp,
+            workloads=(dataclasses.replace(app, template="t.yaml.j2"),),
+            templates=(("t.yaml.j2", text),),
+        )
+        return [d.message for d in compile_workloads(context(templated)).diagnostics]
+
+    assert rendered_with("nvidia.com/mig-1g.10gb.shared") == []
+    [message] = rendered_with("nvidia.com/mig-1g.10gb")
+    assert "asks for nvidia.com/mig-1g.10gb, which pool 'h100' does not advertise" in message
+    assert "nvidia.com/gpu, nvidia.com/mig-1g.10gb.shared, nvidia.com/mig-3g.40gb.shared" in message
