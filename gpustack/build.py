@@ -233,13 +233,7 @@ def _sharing(data: Data, path: JsonPath) -> Sharing:
     replication = None
     if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
         key = "timeSlicing" if strategy is SharingStrategy.TIME_SLICING else "mps"
-        block = data[key]
-        replication = Replication(
-            replicas=block["replicas"],
-            rename_by_default=get(block, d.REPLICATED_SHARING, "renameByDefault"),
-            fail_requests_greater_than_one=get(block, d.REPLICATED_SHARING, "failRequestsGreaterThanOne"),
-            path=(*path, key),
-        )
+        replication = _replication(data[key], (*path, key))
     # A mig block beside MPS is kept so the MPS-with-MIG check can name it.
     mig = _mig(data["mig"], (*path, "mig")) if "mig" in data else None
     hami = None
@@ -254,15 +248,28 @@ def _sharing(data: Data, path: JsonPath) -> Sharing:
     return Sharing(strategy=strategy, replication=replication, mig=mig, hami=hami, path=path)
 
 
+def _replication(block: Data, path: JsonPath) -> Replication:
+    return Replication(
+        replicas=block["replicas"],
+        rename_by_default=get(block, d.REPLICATED_SHARING, "renameByDefault"),
+        fail_requests_greater_than_one=get(block, d.REPLICATED_SHARING, "failRequestsGreaterThanOne"),
+        path=path,
+    )
+
+
 def _mig(data: Data, path: JsonPath) -> MigSharing:
     if "groups" in data:
-        groups = tuple(
-            MigGroup(tuple(g["devices"]), _pairs(g["layout"]), (*path, "groups", i, "layout"))
-            for i, g in enumerate(data["groups"])
-        )
+        groups = tuple(_mig_group(g, (*path, "groups", i)) for i, g in enumerate(data["groups"]))
     else:
         groups = (MigGroup(None, _pairs(data["layout"]), (*path, "layout")),)
-    return MigSharing(strategy=MigStrategy(data["strategy"]), groups=groups, path=path)
+    time_slicing = _replication(data["timeSlicing"], (*path, "timeSlicing")) if "timeSlicing" in data else None
+    return MigSharing(strategy=MigStrategy(data["strategy"]), groups=groups, path=path, time_slicing=time_slicing)
+
+
+def _mig_group(data: Data, path: JsonPath) -> MigGroup:
+    if data.get("whole") is True:
+        return MigGroup(tuple(data["devices"]), (), path, whole=True)
+    return MigGroup(tuple(data["devices"]), _pairs(data["layout"]), (*path, "layout"))
 
 
 def _amounts(data: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:

@@ -122,7 +122,9 @@ def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | 
         return None
     if offer.profile is not None and model is not None and model.mig is not None:
         profile = model.mig.profile(offer.profile)
-        return Decimal(profile.compute) / model.mig.compute_slices if profile is not None else None
+        # A time-sliced instance's replicas take turns on its slices.
+        slices = Decimal(profile.compute) / model.mig.compute_slices if profile is not None else None
+        return slices / offer.shared_by if slices is not None else None
     return Decimal(1) / offer.shared_by
 
 
@@ -171,7 +173,8 @@ def _sharing_setting(pool: NodePool) -> str:
     if sharing.replication is not None:
         return f"{sharing.strategy} x{sharing.replication.replicas}"
     if sharing.mig is not None and sharing.strategy is SharingStrategy.MIG:
-        return f"mig {sharing.mig.strategy}"
+        sliced = sharing.mig.time_slicing
+        return f"mig {sharing.mig.strategy}" + (f", time-sliced x{sliced.replicas}" if sliced is not None else "")
     return str(sharing.strategy)
 
 
@@ -223,6 +226,17 @@ def _warnings(context: Context) -> list[tuple[str, str]]:
                 )
             )
             out += _oversubscription_warnings(context, pool)
+        mig = pool.sharing.mig
+        if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
+            replicas = mig.time_slicing.replicas
+            out.append(
+                (
+                    pool.name,
+                    f"time-slicing does not isolate memory inside a MIG instance: each of the {replicas} pods "
+                    "sharing one instance may use all of its memory; the last to allocate fails out of memory",
+                )
+            )
+            out += _oversubscription_warnings(context, pool)
         hami = pool.sharing.hami
         if pool.sharing.strategy is SharingStrategy.HAMI and hami is not None and hami.memory_scaling > 1:
             out.append(
@@ -240,7 +254,8 @@ def _oversubscription_warnings(context: Context, pool: NodePool) -> list[tuple[s
     return [
         (
             pool.name,
-            f"workload '{fact.workload.name}' needs {format_gib(fact.need)}: {fact.replicas} of its pods on one GPU "
+            f"workload '{fact.workload.name}' needs {format_gib(fact.need)}: {fact.replicas} of its pods on one "
+            f"{'GPU' if fact.profile is None else fact.profile + ' instance'} "
             f"ask for {format_gib(fact.total)} of {format_gib(fact.gpu_memory)}",
         )
         for fact in context.oversubscriptions

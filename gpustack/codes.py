@@ -127,7 +127,7 @@ CODES: dict[str, str] = {
     UNKNOWN_MODEL: "unknown GPU model",
     MIG_UNSUPPORTED: "MIG on a GPU model without MIG",
     MIG_LAYOUT_IMPOSSIBLE: "a MIG layout the GPU cannot make",
-    MIG_SINGLE_MIXED: "single MIG strategy with more than one profile",
+    MIG_SINGLE_MIXED: "single MIG strategy with more than one profile, GPUs left whole, or time-slicing",
     MIG_GROUPS_UNEVEN: "MIG groups that do not cover each GPU exactly once",
     SHARING_ON_CPU_POOL: "GPU sharing on a CPU-only pool",
     MACHINE_TYPE_MISMATCH: "a cloud pool's machine type does not carry the pool's GPUs",
@@ -299,12 +299,18 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     ),
     MIG_LAYOUT_IMPOSSIBLE: (
         "A MIG layout the GPU cannot make: an unknown profile, too many instances, more memory or compute "
-        "slices than the GPU has, or instances that cannot be placed side by side.",
-        "Use one of the valid layouts the hint lists; `gpustack models MODEL` shows each profile.",
+        "slices than the GPU has, or instances that cannot be placed side by side; or MIG groups that all leave "
+        "their GPUs `whole: true`, so no GPU is MIG-enabled.",
+        "Use one of the valid layouts the hint lists; `gpustack models MODEL` shows each profile. Give at least one "
+        "MIG group a layout, or use `sharing.strategy: none` for whole GPUs.",
     ),
     MIG_SINGLE_MIXED: (
-        "The `single` MIG strategy with a layout of several profiles: the device plugin refuses the node.",
-        "Use one profile per GPU, or `strategy: mixed`.",
+        "The `single` MIG strategy with a layout of several profiles, or with a MIG group left `whole: true` "
+        "(MIG-enabled and whole GPUs on one node): the device plugin refuses the node and GFD labels it "
+        "`-MIG-INVALID`. Or `mig.timeSlicing` under `single`, where the plugin would replicate the instances as "
+        "`nvidia.com/gpu`, a name that cannot be told from whole GPUs.",
+        "Use one profile on every GPU, or `strategy: mixed` (which advertises whole GPUs as `nvidia.com/gpu` and each "
+        "profile, time-sliced or not, as `nvidia.com/mig-<profile>`).",
     ),
     MIG_GROUPS_UNEVEN: (
         "MIG groups that leave a GPU out, or list one twice.",
@@ -320,9 +326,10 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Lower `replicas` to the cap.",
     ),
     MEMORY_OVERSUBSCRIBED: (
-        "A time-sliced pool where the pods that can land on one GPU ask for more memory than it has: "
-        "time-slicing shares compute, not memory.",
-        "Lower `timeSlicing.replicas`, lower the workload's memory, or use MIG or HAMi for memory isolation.",
+        "A time-sliced pool where the pods that can land on one GPU (or one time-sliced MIG instance) ask for more "
+        "memory than it has: time-slicing shares compute, not memory.",
+        "Lower `timeSlicing.replicas` (or `mig.timeSlicing.replicas`), lower the workload's memory, or use MIG or "
+        "HAMi for memory isolation.",
     ),
     MPS_WITHOUT_GFD: (
         "An MPS pool with GPU Feature Discovery off: the MPS daemon only runs where GFD labels the node.",
@@ -344,8 +351,9 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Give every HAMi pool the same settings.",
     ),
     DRA_SHARING: (
-        "A pool with `allocation: dra` uses time-slicing, MPS or HAMi sharing. The NVIDIA DRA driver shares a GPU "
-        "only between the containers of one claim, so replicas of a GPU cannot be handed to separate pods.",
+        "A pool with `allocation: dra` uses time-slicing, MPS or HAMi sharing, or time-slices its MIG instances "
+        "(`mig.timeSlicing`). The NVIDIA DRA driver shares a GPU only between the containers of one claim, so replicas "
+        "of a GPU (or MIG device) cannot be handed to separate pods.",
         "Use `sharing: none` or `mig` (pre-made MIG devices) on the DRA pool, or keep the pool on "
         "`allocation: device-plugin`.",
     ),

@@ -47,6 +47,8 @@ class Oversubscription:
     model: GpuModel
     need: Decimal  # bytes one pod needs
     replicas: int  # pods that may share one GPU
+    profile: str | None = None  # the time-sliced MIG instance the pods share (None: a whole GPU)
+    slice_gib: Decimal | None = None  # that instance's memory
 
     @property
     def total(self) -> Decimal:
@@ -54,7 +56,8 @@ class Oversubscription:
 
     @property
     def gpu_memory(self) -> Decimal:
-        return Decimal(self.model.memory_gib) * GIB
+        """Bytes the pods that share one unit have between them: the GPU's, or the MIG instance's."""
+        return (self.slice_gib if self.slice_gib is not None else Decimal(self.model.memory_gib)) * GIB
 
 
 @dataclass(frozen=True)
@@ -155,16 +158,22 @@ class Context:
         found = []
         for workload in self.blueprint.workloads:
             pool = self.pools.get(workload.pool)
-            if pool is None or pool.sharing.strategy is not SharingStrategy.TIME_SLICING:
-                continue
-            model, replication = self.models[pool.name], pool.sharing.replication
-            if model is None or replication is None or workload.gpu.memory is None:
+            model = self.models.get(workload.pool)
+            if pool is None or model is None or workload.gpu.memory is None:
                 continue
             try:
                 need = parse_quantity(workload.gpu.memory)
             except ValueError:
                 continue  # the schema reports a malformed quantity
-            fact = Oversubscription(workload, pool, model, need, replication.replicas)
+            if pool.sharing.strategy is SharingStrategy.TIME_SLICING and pool.sharing.replication is not None:
+                fact = Oversubscription(workload, pool, model, need, pool.sharing.replication.replicas)
+            else:
+                # A time-sliced MIG instance: the pods on one instance share its memory, as on a time-sliced GPU.
+                requests = self.requests.get(workload.name)
+                offer = offer_for(self.offers[pool.name], requests.gpu_resource) if requests is not None else None
+                if offer is None or offer.profile is None or offer.shared_by < 2 or offer.memory_gib is None:
+                    continue
+                fact = Oversubscription(workload, pool, model, need, offer.shared_by, offer.profile, offer.memory_gib)
             if fact.total > fact.gpu_memory:
                 found.append(fact)
         return tuple(found)

@@ -78,10 +78,14 @@ def _sharing_line(pool: NodePool) -> str:
     if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
         layouts = " | ".join(
             ("" if group.devices is None else f"GPUs {index_ranges(group.devices)}: ")
-            + ", ".join(f"{profile} x{count}" for profile, count in group.instances.items())
+            + ("whole" if group.whole else ", ".join(f"{p} x{n}" for p, n in group.instances.items()))
             for group in sharing.mig.groups
         )
-        return f"MIG {sharing.mig.strategy}: {layouts}"
+        sliced = sharing.mig.time_slicing
+        renamed = ", renamed" if sliced is not None and sliced.rename_by_default else ""
+        return f"MIG {sharing.mig.strategy}: {layouts}" + (
+            f" (time-sliced x{sliced.replicas}{renamed})" if sliced is not None else ""
+        )
     if sharing.replication is not None:
         renamed = ", renamed" if sharing.replication.rename_by_default else ""
         return f"{sharing.strategy} x{sharing.replication.replicas}{renamed}"

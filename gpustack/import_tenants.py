@@ -107,6 +107,12 @@ def infer_tenants(
                     continue
                 quota.setdefault(pool, {})[resource.removeprefix("nvidia.com/")] = take
                 left -= take
+        # A 0 on a resource one of its own pools advertises is a grant of none (a pool split between tenants by
+        # unit, e.g. whole GPUs to one and MIG instances to another); gpustack's 0s on other pools' names are not.
+        for resource, amount in sorted(hard.items()):
+            own = [pool for pool in quota if resource in advertised.get(pool, {})]
+            if amount == 0 and len(own) == 1:
+                quota[own[0]].setdefault(resource.removeprefix("nvidia.com/"), 0)
         if not quota:
             continue
         priority = _priority(snapshot, namespaces)

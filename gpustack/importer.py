@@ -38,6 +38,7 @@ from gpustack.quantity import parse_quantity
 from gpustack.snapshot import Snapshot, SnapshotNode, embedded_yaml
 from gpustack.yamlout import dump_yaml
 
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 _MIG_COUNT = re.compile(r"^nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\.[a-z0-9.]+)?)\.count$")
 _MIG_SUFFIX = re.compile(r"-MIG-(?P<profile>[A-Za-z0-9.+]+?)(?:-SHARED)?$")
 _SHARED_SUFFIX = "-SHARED"
@@ -146,9 +147,14 @@ def _mig_groups(entries: list[Any], gpus: int) -> list[dict[str, Any]] | None:
     """mig-parted entries as blueprint MIG groups; None when they cannot be written as groups."""
     groups: list[dict[str, Any]] = []
     for entry in entries:
-        if not isinstance(entry, dict) or entry.get("mig-enabled") is not True:
+        if not isinstance(entry, dict):
             continue
         devices = entry.get("devices")
+        if entry.get("mig-enabled") is False and isinstance(devices, list):
+            groups.append({"devices": devices, "whole": True})  # GPUs left whole beside the MIG ones
+            continue
+        if entry.get("mig-enabled") is not True:
+            continue
         layout = entry.get("mig-devices")
         if not isinstance(layout, dict):
             return None
@@ -156,7 +162,45 @@ def _mig_groups(entries: list[Any], gpus: int) -> list[dict[str, Any]] | None:
         if not isinstance(indexes, list):
             return None
         groups.append({"devices": indexes, "layout": {str(k): int(v) for k, v in layout.items()}})
-    return groups or None
+    return groups if any("layout" in group for group in groups) else None
+
+
+def _mig_time_slicing(
+    node: SnapshotNode, plugin_config: Mapping[str, Any] | None, guesses: list[str]
+) -> dict[str, Any] | None:
+    """mig.timeSlicing from the plugin config's replicated nvidia.com/mig-* resources, or else GFD's per-profile
+    replicas labels; None where the MIG instances are not time-sliced."""
+    sharing = plugin_config.get("sharing") if plugin_config is not None else None
+    block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
+    resources = block.get("resources") if isinstance(block, dict) else None
+    if isinstance(block, dict) and isinstance(resources, list):
+        replicas = [
+            int(r["replicas"])
+            for r in resources
+            if isinstance(r, dict)
+            and str(r.get("name", "")).startswith(MIG_RESOURCE_PREFIX)
+            and isinstance(r.get("replicas"), int)
+        ]
+        if replicas:
+            return {
+                "replicas": max(replicas),
+                "renameByDefault": bool(block.get("renameByDefault", False)),
+                "failRequestsGreaterThanOne": bool(block.get("failRequestsGreaterThanOne", False)),
+            }
+    labelled = [
+        int(value)
+        for key, value in node.labels
+        if key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(".replicas") and value.isdigit()
+    ]
+    if not labelled or max(labelled) < 2:
+        return None
+    renamed = any(name.startswith(MIG_RESOURCE_PREFIX) and name.endswith(".shared") for name, _ in node.allocatable)
+    guesses.append(
+        f"mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels (the device plugin config "
+        f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); failRequestsGreaterThanOne "
+        "is gpustack's default"
+    )
+    return {"replicas": max(labelled), "renameByDefault": renamed}
 
 
 def _mig(
@@ -177,7 +221,7 @@ def _mig(
         per_gpu = known.max_count if known is not None else 1
         if config is not None and config in parted and count is not None:
             groups = _mig_groups(parted[config], count)
-            if groups is not None and len(groups) == 1:
+            if groups is not None and len(groups) == 1 and "layout" in groups[0]:
                 per_gpu = groups[0]["layout"].get(profile, per_gpu)
         whole = count // per_gpu if count is not None and per_gpu else None
         guesses.append(
@@ -188,7 +232,7 @@ def _mig(
     if count is not None and config is not None and config in parted:
         groups = _mig_groups(parted[config], count)
         if groups is not None:
-            if len(groups) == 1 and groups[0]["devices"] == list(range(count)):
+            if len(groups) == 1 and "layout" in groups[0] and groups[0]["devices"] == list(range(count)):
                 return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": groups[0]["layout"]}}, None
             return {"strategy": "mig", "mig": {"strategy": "mixed", "groups": groups}}, None
     totals = {
@@ -225,9 +269,13 @@ def _node_pool(
         sharing, whole = _mig(node, model, product, parted, guesses)
         if whole is not None:
             count = whole
+        plugin_config = plugin_configs.get(node.label(DEVICE_PLUGIN_CONFIG_LABEL) or "")
         if sharing is None:
-            plugin_config = plugin_configs.get(node.label(DEVICE_PLUGIN_CONFIG_LABEL) or "")
             sharing = _replication(node, product, plugin_config, guesses)
+        elif isinstance(sharing.get("mig"), dict) and sharing["mig"].get("strategy") == "mixed":
+            sliced = _mig_time_slicing(node, plugin_config, guesses)
+            if sliced is not None:
+                sharing["mig"]["timeSlicing"] = sliced
     if count is None:
         allocatable = int(node.allocatable_amount(GPU_RESOURCE))
         replicas = _int_label(node, REPLICAS) or 1

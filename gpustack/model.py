@@ -216,8 +216,9 @@ class Replication:
 @dataclass(frozen=True)
 class MigGroup:
     devices: tuple[int, ...] | None  # None: every GPU of the node
-    layout: tuple[tuple[str, int], ...]  # profile -> instances per GPU, in blueprint order
-    path: JsonPath  # the layout mapping
+    layout: tuple[tuple[str, int], ...]  # profile -> instances per GPU, in blueprint order; empty when whole
+    path: JsonPath  # the layout mapping (the group itself when whole)
+    whole: bool = False  # MIG off on these GPUs: advertised as whole GPUs beside the other groups' instances
 
     @property
     def instances(self) -> dict[str, int]:
@@ -229,6 +230,15 @@ class MigSharing:
     strategy: MigStrategy
     groups: tuple[MigGroup, ...]
     path: JsonPath
+    time_slicing: Replication | None = None  # every MIG instance advertised `replicas` times
+
+    @property
+    def whole_groups(self) -> tuple[MigGroup, ...]:
+        return tuple(group for group in self.groups if group.whole)
+
+    @property
+    def cut_groups(self) -> tuple[MigGroup, ...]:
+        return tuple(group for group in self.groups if not group.whole)
 
 
 @dataclass(frozen=True)

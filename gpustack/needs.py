@@ -96,10 +96,15 @@ def _by_memory(
         fitting = [o for o in _profiles_offered(offers) if o.memory_gib is not None and o.memory_gib * GIB >= memory]
         if fitting:
             return _within_node(Requests(((fitting[0].resource, count),)), pool, offers)
-        largest = _profiles_offered(offers)[-1] if offers else None
+        # The smallest unit that holds the need: a slice if one does, else a GPU the pool leaves whole.
+        whole = _whole_gpus(offers)
+        if whole is not None and memory <= Decimal(model.memory_gib) * GIB:
+            return _within_node(Requests(((whole.resource, count),)), pool, offers)
+        largest = _profiles_offered(offers)[-1] if _profiles_offered(offers) else None
         return Unfit(
             f"needs {need} of GPU memory, but the largest MIG slice pool '{pool.name}' offers is "
-            f"{largest.profile if largest else 'none'} ({largest.memory_gib if largest else 0} GB)",
+            f"{largest.profile if largest else 'none'} ({largest.memory_gib if largest else 0} GB)"
+            + (f", and its whole {model.key} GPUs have {model.memory_gib} GiB" if whole is not None else ""),
             _memory_ways_out(memory, pool, model),
         )
     if strategy is SharingStrategy.HAMI and pool.sharing.hami is not None:
@@ -139,14 +144,23 @@ def _memory_ways_out(memory: Decimal, pool: NodePool, model: GpuModel) -> str:
     return "ways out: " + "; ".join(ways) if ways else f"no {model.key} can hold {format_gib(memory)}: use larger GPUs"
 
 
+def _whole_gpus(offers: tuple[Offer, ...]) -> Offer | None:
+    """The whole GPUs a MIG pool's group leaves uncut (nvidia.com/gpu beside the slices), if any."""
+    return next((o for o in offers if o.profile is None and o.isolation is Isolation.EXCLUSIVE), None)
+
+
 def _by_count(count: int, pool: NodePool, offers: tuple[Offer, ...]) -> Requests | Unfit:
     mig = pool.sharing.mig
     if mig is not None and mig.strategy is MigStrategy.MIXED:
+        whole = _whole_gpus(offers)
+        if whole is not None:
+            return _within_node(Requests(((whole.resource, count),)), pool, offers)
         offered = ", ".join(o.profile or "" for o in _profiles_offered(offers))
         return Unfit(
             f"asks for {count} GPU(s), but pool '{pool.name}' is partitioned by MIG (mixed) "
             "and advertises no whole GPUs",
-            f"name a MIG profile in gpu.profile (the pool offers {offered}) or a memory need in gpu.memory",
+            f"name a MIG profile in gpu.profile (the pool offers {offered}) or a memory need in gpu.memory, "
+            "or leave some GPUs whole (a mig group with whole: true)",
         )
     return _within_node(Requests(((offers[0].resource, count),)), pool, offers)
 

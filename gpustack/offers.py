@@ -16,6 +16,8 @@ from gpustack.model import MigGroup, MigStrategy, NodePool, SharingStrategy
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
+# The device plugin's name for a replicated resource under renameByDefault: <resource>.shared.
+SHARED_SUFFIX = ".shared"
 HAMI_MEMORY = "nvidia.com/gpumem"
 HAMI_CORES = "nvidia.com/gpucores"
 RESOURCE_PREFIX = "nvidia.com/"
@@ -39,6 +41,7 @@ class Offer:
     isolation: Isolation
     profile: str | None = None  # MIG profile behind the unit
     shared_by: int = 1  # how many units share one physical GPU (or MIG slice)
+    gpus: int | None = None  # a node's GPUs the units are cut from, where not all of them (MIG groups)
 
     @property
     def short_name(self) -> str:
@@ -76,20 +79,47 @@ def pool_offers(pool: NodePool, model: GpuModel | None) -> tuple[Offer, ...]:
 
 
 def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
-    assert pool.sharing.mig is not None
-    single = pool.sharing.mig.strategy is MigStrategy.SINGLE
+    mig = pool.sharing.mig
+    assert mig is not None
+    single = mig.strategy is MigStrategy.SINGLE
     counts: dict[str, int] = {}
-    for group in pool.sharing.mig.groups:
+    hosts: dict[str, int] = {}  # profile -> GPUs of the node that carry it
+    for group in mig.cut_groups:
         devices = group_devices(group, pool.gpus_per_node)
         for profile, count in group.instances.items():
             counts[profile] = counts.get(profile, 0) + devices * count
+            hosts[profile] = hosts.get(profile, 0) + devices
+    # Only where groups split the node: a pool-wide layout's units come from every GPU, as before.
+    split = any(group.devices is not None for group in mig.groups)
     offers = []
+    # GPUs a group leaves whole (MIG off) are plain GPUs to the plugin under the mixed strategy: nvidia.com/gpu.
+    whole = sum(group_devices(group, pool.gpus_per_node) for group in mig.whole_groups)
+    if whole and not single:  # single refuses such a node (a check says so): nothing to advertise
+        offers.append(Offer(GPU, whole, Decimal(model.memory_gib), Isolation.EXCLUSIVE, gpus=whole))
     geometry = model.mig
+    sliced = mig.time_slicing
     for profile, units in counts.items():
         spec = geometry.profile(profile) if geometry is not None else None
         memory = Decimal(spec.memory_gb) if spec is not None else None
+        if sliced is not None and not single:
+            # Each instance advertised `replicas` times; the pods on one instance share its memory, unisolated.
+            name = mig_resource_name(profile) + (SHARED_SUFFIX if sliced.rename_by_default else "")
+            offers.append(
+                Offer(
+                    name,
+                    units * sliced.replicas,
+                    memory,
+                    Isolation.NONE,
+                    profile=profile,
+                    shared_by=sliced.replicas,
+                    gpus=hosts[profile] if split else None,
+                )
+            )
+            continue
         name = GPU if single else mig_resource_name(profile)
-        offers.append(Offer(name, units, memory, Isolation.HARDWARE, profile=profile))
+        offers.append(
+            Offer(name, units, memory, Isolation.HARDWARE, profile=profile, gpus=hosts[profile] if split else None)
+        )
     return tuple(offers)
 
 

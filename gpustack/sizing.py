@@ -51,6 +51,9 @@ def size_pod(ctx: Context, workload: Workload, pool: NodePool, requests: Request
     node = pool.node_resources
     if offer is not None and offer.per_node > 0 and node is not None and (cpu is None or memory is None):
         share = Decimal(requests.items[0][1]) / Decimal(offer.per_node) * NODE_SHARE
+        if offer.gpus is not None and pool.gpus_per_node:
+            # Units cut from some of the node's GPUs (a MIG group, the GPUs left whole): their share of those GPUs.
+            share = share * offer.gpus / pool.gpus_per_node
         if cpu is None and node.cpu is not None:
             cpu = str(max(int((parse_quantity(node.cpu) * share).to_integral_value(rounding=ROUND_FLOOR)), 1))
         if memory is None and node.memory is not None:

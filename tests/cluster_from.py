@@ -49,6 +49,9 @@ def gfd_labels(bp: Blueprint, pool_name: str) -> dict[str, str]:
             labels["nvidia.com/gpu.count"] = str(total)
         else:
             labels.update({f"nvidia.com/mig-{p}.count": str(n) for p, n in totals.items()})
+            sliced = sharing.mig.time_slicing
+            if sliced is not None:  # GFD labels each time-sliced profile with its replicas
+                labels.update({f"nvidia.com/mig-{p}.replicas": str(sliced.replicas) for p in totals})
     return labels
 
 

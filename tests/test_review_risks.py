@@ -160,6 +160,31 @@ def test_mig_repartition__silent_for_reordered_layouts_new_nodes_and_other_pools
     assert risks_after(lambda d: workload(d, "small").__setitem__("replicas", 5), code="mig-repartition") == []
 
 
+def test_mig_repartition__fires_when_a_group_is_left_whole_and_says_mig_mode_changes() -> None:
+    def whole(d: dict[str, Any]) -> None:
+        pool(d, "mig")["sharing"]["mig"]["groups"][0] = {"devices": [0, 1, 2, 3], "whole": True}
+        tenant(d, "team")["quota"]["mig"] = {"gpu": 8}
+        workload(d, "small")["gpu"] = {"count": 1}
+
+    risk = only(risks_after(whole, code="mig-repartition"))
+    assert risk.details == ("h-a: GPUs 0-3: {1g.10gb: 7} -> MIG off", "h-b: GPUs 0-3: {1g.10gb: 7} -> MIG off")
+    assert "MIG mode changes" in risk.message
+    assert risk.workloads == ("small",), "only pods on the 1g.10gb slices sat on GPUs 0-3"
+
+
+def slice_mig(rename: bool) -> Edit:
+    def edit(d: dict[str, Any]) -> None:
+        pool(d, "mig")["sharing"]["mig"]["timeSlicing"] = {"replicas": 2, "renameByDefault": rename}
+        if rename:
+            tenant(d, "team")["quota"]["mig"] = {"mig-1g.10gb.shared": 28}
+
+    return edit
+
+
+def test_mig_repartition__silent_when_only_the_instances_get_time_sliced() -> None:
+    assert risks_after(slice_mig(rename=True), code="mig-repartition") == []
+
+
 # noexecute-taint
 
 
@@ -226,6 +251,15 @@ def test_resource_renamed__medium_when_no_workload_asks_for_the_old_name() -> No
 def test_resource_renamed__silent_when_the_name_stays() -> None:
     assert risks_after(share_l4(rename=False), code="resource-renamed") == []
     assert risks_after(set_layout(0, {"1g.10gb": 3, "2g.20gb": 2}), code="resource-renamed") == []
+
+
+def test_resource_renamed__fires_when_time_sliced_mig_instances_are_renamed() -> None:
+    risk = only(risks_after(slice_mig(rename=True), code="resource-renamed"))
+    assert risk.severity is Level.HIGH
+    assert risk.workloads == ("large", "small")
+    assert "nvidia.com/mig-1g.10gb.shared" in risk.message
+    assert "mig mixed time-sliced with renameByDefault" in risk.title
+    assert risks_after(slice_mig(rename=False), code="resource-renamed") == []
 
 
 # workload-stranded
@@ -408,6 +442,11 @@ def test_isolation_weakened__silent_when_isolation_grows() -> None:
     share_l4(rename=False)(before)
     found = assess_risks(snapshot(before, "b"), snapshot(BASE, "a"))
     assert [r for r in found if r.code == "isolation-weakened"] == []
+
+
+def test_isolation_weakened__fires_when_mig_instances_are_time_sliced() -> None:
+    risk = only(risks_after(slice_mig(rename=False), code="isolation-weakened"))
+    assert risk.title == "Pool 'mig' isolation drops from hardware to none"
 
 
 # unit-memory-shrinks

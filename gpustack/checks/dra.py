@@ -34,6 +34,19 @@ _ACROSS_PODS = {
 
 def check_dra_sharing(ctx: Context) -> Iterator[Diagnostic]:
     for pool in dra_pools(ctx.blueprint):
+        mig = pool.sharing.mig
+        if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
+            # GPUs left whole are fine (the driver publishes MIG-disabled GPUs as type gpu beside the MIG devices).
+            yield ctx.error(
+                DRA_SHARING,
+                (*mig.path, "timeSlicing"),
+                f"pool '{pool.name}' uses allocation: dra with time-sliced MIG instances: the NVIDIA DRA driver "
+                "hands each MIG device to one claim (its MigDeviceConfig accepts TimeSlicing but it has no effect on "
+                "MIG), so the replicas cannot be handed to separate pods",
+                "drop mig.timeSlicing on the DRA pool (each claim gets a MIG instance), or keep this pool on "
+                "allocation: device-plugin, whose device plugin time-slices nvidia.com/mig-<profile>",
+                key=True,
+            )
         what = _ACROSS_PODS.get(pool.sharing.strategy)
         if what is None:
             continue

@@ -67,7 +67,16 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 key=True,
             )
             continue
-        for group in mig.groups:
+        if not mig.cut_groups:
+            yield ctx.error(
+                MIG_LAYOUT_IMPOSSIBLE,
+                (*mig.path, "groups"),
+                f"pool '{pool.name}' uses MIG but every group leaves its GPUs whole: no GPU is MIG-enabled, so "
+                "there is no MIG instance to advertise" + (" or time-slice" if mig.time_slicing is not None else ""),
+                "give at least one group a layout, or use sharing.strategy: none for whole GPUs",
+                key=True,
+            )
+        for group in mig.cut_groups:
             layout = group.instances
             result = check_layout(model.mig, layout)
             if result.valid:
@@ -140,6 +149,31 @@ def check_single_strategy(ctx: Context) -> Iterator[Diagnostic]:
         mig = pool.sharing.mig
         if pool.sharing.strategy is not SharingStrategy.MIG or mig is None or mig.strategy is not MigStrategy.SINGLE:
             continue
+        for index, group in enumerate(mig.groups):
+            if group.whole:
+                yield ctx.error(
+                    MIG_SINGLE_MIXED,
+                    (*mig.path, "groups", index, "whole"),
+                    f"pool '{pool.name}' uses the single MIG strategy but leaves GPUs "
+                    f"{', '.join(map(str, group.devices or ()))} whole: the device plugin refuses a node whose GPUs "
+                    "are not all MIG-enabled ('all devices on the node must be configured with the same migEnabled "
+                    "value') and GFD labels it -MIG-INVALID",
+                    "use strategy: mixed, which advertises the whole GPUs as nvidia.com/gpu and the MIG instances as "
+                    "nvidia.com/mig-<profile> on the same node",
+                    key=True,
+                )
+                break
+        if mig.time_slicing is not None:
+            yield ctx.error(
+                MIG_SINGLE_MIXED,
+                (*mig.path, "timeSlicing"),
+                f"pool '{pool.name}' time-slices MIG instances under the single MIG strategy, which gpustack does not "
+                "write: the device plugin would replicate them as nvidia.com/gpu (GFD product "
+                "<model>-MIG-<profile>-SHARED), indistinguishable by name from whole GPUs on other pools",
+                "use strategy: mixed, which time-slices each profile as nvidia.com/mig-<profile> "
+                "(or nvidia.com/mig-<profile>.shared with renameByDefault)",
+                key=True,
+            )
         profiles = {p for group in mig.groups for p in group.instances}
         if len(profiles) > 1:
             yield ctx.error(

@@ -64,9 +64,12 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         replication = pool.sharing.replication
         model = ctx.models[pool.name]
+        kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
+        mig = pool.sharing.mig
+        if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
+            replication, kind = mig.time_slicing, "MIG time-slicing"
         if replication is None:
             continue
-        kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
         path = (*replication.path, "replicas")
         if replication.replicas < 2:
             yield ctx.error(
@@ -74,7 +77,9 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
                 path,
                 f"{kind} in pool '{pool.name}' has {replication.replicas} replica; the device plugin requires at "
                 "least 2 ('number of replicas must be >= 2') and fails to start",
-                "use replicas >= 2, or sharing.strategy: none for whole GPUs",
+                "use replicas >= 2, or drop mig.timeSlicing so each pod gets a MIG instance of its own"
+                if kind.startswith("MIG")
+                else "use replicas >= 2, or sharing.strategy: none for whole GPUs",
             )
         if pool.sharing.strategy is SharingStrategy.MPS and model is not None:
             cap = model.mps_max_clients
@@ -91,6 +96,17 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
 def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
     for fact in ctx.oversubscriptions:
         workload, replicas = fact.workload, fact.replicas
+        if fact.profile is not None:
+            yield ctx.warning(
+                MEMORY_OVERSUBSCRIBED,
+                (*workload.gpu.path, "memory"),
+                f"workload '{workload.name}' needs {format_gib(fact.need)} of GPU memory; pool '{fact.pool.name}' "
+                f"time-slices each {fact.profile} MIG instance {replicas} ways, so {replicas} such pods can land on "
+                f"one instance and ask for {format_gib(fact.total)} of its {format_gib(fact.gpu_memory)}",
+                "time-slicing does not isolate memory within a MIG instance: the pods that come last fail with "
+                "out-of-memory. Lower mig.timeSlicing.replicas, or drop mig.timeSlicing so each pod gets its instance",
+            )
+            continue
         yield ctx.warning(
             MEMORY_OVERSUBSCRIBED,
             (*workload.gpu.path, "memory"),

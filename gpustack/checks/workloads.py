@@ -66,14 +66,28 @@ def check_cuda_visible_devices(ctx: Context) -> Iterator[Diagnostic]:
 def check_shared_request_size(ctx: Context) -> Iterator[Diagnostic]:
     for workload in ctx.blueprint.workloads:
         pool = ctx.pools.get(workload.pool)
-        if pool is None or pool.sharing.replication is None or workload.gpu.count <= 1:
+        if pool is None or workload.gpu.count <= 1:
             continue
-        if pool.sharing.replication.fail_requests_greater_than_one:
-            kind = "time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"
+        replication, kind = (
+            pool.sharing.replication,
+            ("time-slicing" if pool.sharing.strategy is SharingStrategy.TIME_SLICING else "MPS"),
+        )
+        mig = pool.sharing.mig
+        if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
+            # Only the MIG instances are replicated: a request for the pool's whole GPUs is not a shared one.
+            requests = ctx.requests.get(workload.name)
+            offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource) if requests is not None else None
+            if offer is None or offer.shared_by < 2:
+                continue
+            replication, kind = mig.time_slicing, "MIG time-slicing"
+        if replication is None:
+            continue
+        if replication.fail_requests_greater_than_one:
             yield ctx.error(
                 SHARED_REQUEST_ABOVE_ONE,
                 (*workload.gpu.path, "count"),
-                f"workload '{workload.name}' asks for {workload.gpu.count} shared GPUs in pool '{pool.name}', whose "
+                f"workload '{workload.name}' asks for {workload.gpu.count} shared "
+                f"{'MIG instances' if kind.startswith('MIG') else 'GPUs'} in pool '{pool.name}', whose "
                 f"{kind} config has failRequestsGreaterThanOne: the kubelet rejects such pods "
                 "(UnexpectedAdmissionError: maximum request size for shared resources is 1)",
                 "ask for 1; more replicas of one GPU do not give more compute anyway",

@@ -12,7 +12,17 @@ import re
 from dataclasses import dataclass
 
 from gpustack.context import Context
-from gpustack.model import Allocation, DevicePluginFlags, MigStrategy, NodePool, Replication, SharingStrategy, Stack
+from gpustack.mig import resource_name as mig_resource_name
+from gpustack.model import (
+    Allocation,
+    DevicePluginFlags,
+    MigSharing,
+    MigStrategy,
+    NodePool,
+    Replication,
+    SharingStrategy,
+    Stack,
+)
 from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
@@ -73,7 +83,20 @@ def build_config(flags: DevicePluginFlags, pool: NodePool | None) -> Object:
     replication = sharing.replication if sharing is not None else None
     if strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and replication is not None:
         config["sharing"] = {"mps" if mps else "timeSlicing": _replicated(replication)}
+    if strategy is SharingStrategy.MIG and sharing is not None and sharing.mig is not None:
+        sliced = sharing.mig.time_slicing
+        if sliced is not None:
+            config["sharing"] = {"timeSlicing": _replicated(sliced, mig_resources(sharing.mig))}
     return config
+
+
+def mig_resources(mig: MigSharing) -> tuple[str, ...]:
+    """The mixed strategy's resource per profile the layouts make, in the order the blueprint first names them.
+
+    Only these are time-sliced: the plugin replicates only names it advertises, and whole GPUs stay whole.
+    """
+    profiles = dict.fromkeys(profile for group in mig.cut_groups for profile in group.instances)
+    return tuple(mig_resource_name(profile) for profile in profiles)
 
 
 def _flags(flags: DevicePluginFlags, mig_strategy: str, *, mps: bool) -> Object:
@@ -99,12 +122,12 @@ def _flags(flags: DevicePluginFlags, mig_strategy: str, *, mps: bool) -> Object:
     return out
 
 
-def _replicated(replication: Replication) -> Object:
+def _replicated(replication: Replication, resources: tuple[str, ...] = (GPU,)) -> Object:
     # `rename` and `devices` are left out: the plugin discards both at start-up (only renameByDefault works).
     return {
         "renameByDefault": replication.rename_by_default,
         "failRequestsGreaterThanOne": replication.fail_requests_greater_than_one,
-        "resources": [{"name": GPU, "replicas": replication.replicas}],
+        "resources": [{"name": name, "replicas": replication.replicas} for name in resources],
     }
 
 
@@ -117,7 +140,11 @@ def describe_setup(pool: NodePool) -> str:
     if sharing.strategy is SharingStrategy.MPS and sharing.replication is not None:
         return f"mps-{sharing.replication.replicas}{renamed}"
     if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
-        return "mig-single" if sharing.mig.strategy is MigStrategy.SINGLE else "mig-mixed"
+        base = "mig-single" if sharing.mig.strategy is MigStrategy.SINGLE else "mig-mixed"
+        sliced = sharing.mig.time_slicing
+        if sliced is None:
+            return base
+        return f"{base}-time-slicing-{sliced.replicas}" + ("-renamed" if sliced.rename_by_default else "")
     return DEFAULT_CONFIG_KEY
 
 

@@ -58,6 +58,9 @@ def order_mig_devices(group: MigGroup) -> dict[str, int]:
 
 def _entry(group: MigGroup) -> Object:
     devices: object = "all" if group.devices is None else sorted(group.devices)
+    if group.whole:
+        # mig-parted rejects mig-devices beside mig-enabled: false; these GPUs stay whole (nvidia.com/gpu).
+        return {"devices": devices, "mig-enabled": False}
     return {"devices": devices, "mig-enabled": True, "mig-devices": order_mig_devices(group)}
 
 

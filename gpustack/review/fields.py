@@ -95,7 +95,15 @@ def _sharing(fields: Fields, sharing: Sharing) -> None:
         else:
             for index, group in enumerate(groups):
                 _put(fields, f"sharing.mig.groups[{index}].devices", group.devices)
-                _put(fields, f"sharing.mig.groups[{index}].layout", dict(group.layout))
+                if group.whole:
+                    _put(fields, f"sharing.mig.groups[{index}].whole", True)
+                else:
+                    _put(fields, f"sharing.mig.groups[{index}].layout", dict(group.layout))
+        sliced = sharing.mig.time_slicing
+        if sliced is not None:
+            _put(fields, "sharing.mig.timeSlicing.replicas", sliced.replicas)
+            _put(fields, "sharing.mig.timeSlicing.renameByDefault", sliced.rename_by_default)
+            _put(fields, "sharing.mig.timeSlicing.failRequestsGreaterThanOne", sliced.fail_requests_greater_than_one)
     if sharing.hami is not None:
         _put(fields, "sharing.hami.splitCount", sharing.hami.split_count)
         _put(fields, "sharing.hami.memoryScaling", sharing.hami.memory_scaling)

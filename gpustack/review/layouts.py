@@ -27,7 +27,9 @@ def gpu_states(pool: NodePool) -> dict[int, tuple[GpuState, str]]:
         devices = range(count) if group.devices is None else [d for d in group.devices if d < count]
         instances = group.instances
         for index in devices:
-            states[index] = (tuple(sorted(instances.items())), layout_text(instances))
+            # A group left whole has MIG off: to the MIG manager the same as a GPU of a pool without MIG.
+            cut = (tuple(sorted(instances.items())), layout_text(instances))
+            states[index] = (MIG_OFF, MIG_OFF) if group.whole else cut
     return states
 
 

@@ -88,14 +88,23 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
             labels["nvidia.com/gpu.count"] = str(sum(o.per_node for o in offers))
             del labels["nvidia.com/gpu.memory"]  # the slice's MB, which the catalog does not record exactly
         else:
-            labels["nvidia.com/gpu.replicas"] = "0"  # MIG-enabled parents advertise no whole GPUs
+            # MIG-enabled parents advertise no whole GPUs (replicas 0); GPUs a group leaves whole are labelled as
+            # full GPUs, which override the parents' labels (GFD newGPULabelers): one unshared GPU each.
+            whole = any(offer.profile is None for offer in offers)
+            labels["nvidia.com/gpu.replicas"] = "1" if whole else "0"
             for offer in offers:
                 if offer.profile is None:
                     continue
                 name = offer.profile.replace("+", ".")
-                labels[f"nvidia.com/mig-{name}.product"] = f"{product}-MIG-{name}"
-                labels[f"nvidia.com/mig-{name}.count"] = str(offer.per_node)
-                labels[f"nvidia.com/mig-{name}.replicas"] = "1"
+                shared = offer.shared_by > 1
+                # Time-sliced and not renamed: GFD marks the product -SHARED, as for time-sliced whole GPUs.
+                renamed = offer.resource.endswith(".shared")
+                suffix = "-SHARED" if shared and not renamed else ""
+                labels[f"nvidia.com/mig-{name}.product"] = f"{product}-MIG-{name}{suffix}"
+                labels[f"nvidia.com/mig-{name}.count"] = str(offer.per_node // offer.shared_by)
+                labels[f"nvidia.com/mig-{name}.replicas"] = str(offer.shared_by)
+                if shared:
+                    labels[f"nvidia.com/mig-{name}.sharing-strategy"] = str(SharingStrategy.TIME_SLICING)
     return labels
 
 

@@ -34,11 +34,15 @@ def naming(pool: NodePool) -> tuple[str, bool, str | None]:
     sharing = pool.sharing
     rename = sharing.replication.rename_by_default if sharing.replication is not None else False
     mig = str(sharing.mig.strategy) if sharing.mig is not None and sharing.strategy is SharingStrategy.MIG else None
+    if mig is not None and sharing.mig is not None and sharing.mig.time_slicing is not None:
+        # Time-sliced instances keep their names unless renamed (mig-1g.10gb -> mig-1g.10gb.shared).
+        rename = sharing.mig.time_slicing.rename_by_default
+        mig += " time-sliced"
     return (str(sharing.strategy), rename, mig)
 
 
 def naming_text(pool: NodePool) -> str:
     strategy, rename, mig = naming(pool)
     if mig is not None:
-        return f"mig {mig}"
+        return f"mig {mig}" + (" with renameByDefault" if rename else "")
     return f"{strategy} with renameByDefault" if rename else strategy
