@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.collector import paused
 from gpustack.outputs_readme import render_readme
 from gpustack.plan import Manifest, Plan
 from gpustack.yamlout import dump_all, dump_each, dump_yaml
@@ -30,6 +31,7 @@ def manifest_files(plan: Plan) -> dict[str, list[Manifest]]:
     return files
 
 
+@paused()  # see gpustack/collector.py
 def render_files(plan: Plan) -> dict[str, str]:
     files: dict[str, str] = {}
     grouped = manifest_files(plan)
@@ -62,6 +64,7 @@ def streamed(plan: Plan) -> list[Manifest]:
     return [m for m in plan.objects if m.family not in NOT_IN_KUSTOMIZATION]
 
 
+@paused()
 def render_stream(plan: Plan) -> str:
     """The kustomization's objects as one multi-document YAML stream (`compile -d -`)."""
     return "".join(stream_documents(plan))

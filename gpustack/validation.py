@@ -16,6 +16,7 @@ from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import TEMPLATE_UNREADABLE
+from gpustack.collector import paused
 from gpustack.context import Locate
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors, sort_diagnostics
 from gpustack.load import MAX_BYTES, Document, parse_document, read_document
@@ -60,6 +61,7 @@ class Validation:
         return Validation(self.file, self.document, self.blueprint, promoted)
 
 
+@paused()  # see gpustack/collector.py
 def validate_document(document: Document, read_template: ReadTemplate | None = None) -> Validation:
     """Shape, then the blueprint with the templates `read_template` gives (none read without it), then the checks."""
     shape = check_shape(document)

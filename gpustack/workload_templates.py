@@ -140,6 +140,17 @@ def _environment(path: str, text: str) -> SandboxedEnvironment:
     return env
 
 
+def _compiled(ctx: Context, path: str, text: str) -> Template:
+    """One compiled template per template text and Context, shared by the workloads that name it: each render gets
+    its own variables, and a sandboxed template cannot change its environment. A sandbox per render cost a compile
+    each time and left a cycle of Jinja objects per workload for the collector (gpustack/collector.py)."""
+    compiled: dict[tuple[str, str], Template] = ctx.__dict__.setdefault("_compiled_templates", {})
+    template = compiled.get((path, text))
+    if template is None:
+        template = compiled[path, text] = _environment(path, text).get_template(path)
+    return template
+
+
 def _template_line(error: BaseException, path: str) -> int | None:
     if isinstance(error, TemplateSyntaxError):
         return error.lineno
@@ -178,7 +189,7 @@ def render_workload_template(ctx: Context, workload: Workload, variables: dict[s
             "the path is relative to the blueprint file; check that it exists and is readable",
         )
     try:
-        rendered = render_bounded(ctx, lambda: _environment(path, text).get_template(path), variables)
+        rendered = render_bounded(ctx, lambda: _compiled(ctx, path, text), variables)
     except RenderLimitError as error:
         return fail(f"{path}: {error}", "a template renders one object: no long loops, no huge strings")
     except Exception as error:  # template code can raise anything (1/0, bad filter args): report, never crash

@@ -11,6 +11,7 @@ manager ConfigMaps in the operator's namespace, named by `devicePlugin.config.na
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from gpustack.catalog import load_catalog
@@ -110,7 +111,9 @@ def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
             items.append(_config_map(manifest.name, manifest.namespace or "gpu-operator", manifest.obj["data"]))
         if manifest.kind in ("Namespace", "ResourceQuota"):
             items.append(manifest.obj)
-    return {"apiVersion": "v1", "kind": "List", "items": items}
+    # Each item its own copy, for tests to edit: compiled objects share parts (a pool's nodes share one taint list),
+    # and deepcopy of the whole would keep them shared.
+    return {"apiVersion": "v1", "kind": "List", "items": [copy.deepcopy(item) for item in items]}
 
 
 def _config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import click
 
+from gpustack.collector import paused
 from gpustack.commands.options import deprecated, output_option, refuse_format_named_dir
 from gpustack.commands.reporting import echo_diagnostics, stop_invalid
 from gpustack.compile import compile_blueprint
@@ -87,8 +88,9 @@ def command(
         # validated document held together were most of compile's memory.
         del model
         left_out = stream_leaves_out(plan)
-        for text in stream_documents(plan):
-            click.echo(text, nl=False)
+        with paused():
+            for text in stream_documents(plan):
+                click.echo(text, nl=False)
         if left_out:
             click.echo(
                 f"gpustack: not in the stream (compile to a directory for them): {'; '.join(left_out)}", err=True

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from gpustack import workloads
 from gpustack.catalog import Catalog, load_catalog
+from gpustack.collector import paused
 from gpustack.compile import (
     admission,
     cloud,
@@ -68,6 +69,7 @@ def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
     return (rank, manifest.namespace or "", manifest.kind, manifest.name)
 
 
+@paused()  # see gpustack/collector.py
 def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None, locate: Locate | None = None) -> Plan:
     """The Plan for a blueprint that validated without errors (`locate` points what it reports at the source)."""
     catalog = catalog or load_catalog()

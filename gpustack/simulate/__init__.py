@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog
+from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.model import Blueprint
 from gpustack.simulate.demand import Demand, Pod, build_demand, priority_classes
@@ -46,6 +47,7 @@ class Simulation:
     after_scale_up: tuple[tuple[str, str], ...] = ()  # (namespace, pod)
 
 
+@paused()  # see gpustack/collector.py
 def run_simulation(
     blueprint: Blueprint,
     objects: Iterable[Mapping[str, Any]],

@@ -1,0 +1,129 @@
+"""The stages that run with the cyclic collector paused (gpustack/collector.py) leave no cycles behind but
+jsonschema's own error objects: a cycle made in a pause would be kept until the pause ends."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BLUEPRINTS
+
+from gpustack.collector import paused
+from gpustack.compile import compile_blueprint
+from gpustack.outputs import render_files, render_stream
+from gpustack.simulate import run_simulation
+from gpustack.validation import validate_path
+
+# Plain containers and the closures jsonschema's errors hold; a cycle of anything else is somebody's bug.
+CONTAINERS = {"dict", "list", "tuple", "deque", "cell", "function", "set"}
+
+
+@pytest.fixture
+def cyclic_garbage() -> Iterator[Callable[[Callable[[], Any]], list[Any]]]:
+    def collect(action: Callable[[], Any]) -> list[Any]:
+        action()  # once first: the first validation builds jsonschema's validator class, once per process
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            action()
+            gc.collect()
+            found = list(gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        return found
+
+    yield collect
+
+
+def _kinds(objects: list[Any]) -> set[str]:
+    return {f"{type(o).__module__}.{type(o).__name__}" for o in objects if type(o).__name__ not in CONTAINERS}
+
+
+# One sandbox per distinct template and run (workload_templates._compiled) is a cycle of Jinja objects, whatever the
+# number of workloads that use it; jsonschema's errors form cycles of their own. Nothing else may.
+JINJA = {
+    "jinja2.sandbox.SandboxedEnvironment",
+    "jinja2.environment.Template",
+    "jinja2.loaders.FunctionLoader",
+    "jinja2.utils.LRUCache",
+    "collections.ChainMap",
+    "_thread.lock",
+    "weakref.ReferenceType",
+    "builtins.builtin_function_or_method",
+}
+EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+
+
+def _sandboxes(objects: list[Any]) -> int:
+    return sum(type(o).__name__ == "SandboxedEnvironment" for o in objects)
+
+
+def _templates(path: Path) -> int:
+    blueprint = validate_path(path).blueprint
+    assert blueprint is not None
+    return len({w.template for w in blueprint.workloads if w.template is not None})
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_compiling_writing_and_simulating_make_no_cycles_but_one_sandbox_per_template(
+    cyclic_garbage: Any, path: Path
+) -> None:
+    blueprint = validate_path(path).blueprint
+    assert blueprint is not None
+
+    def stages() -> None:
+        plan = compile_blueprint(blueprint)
+        render_files(plan)
+        render_stream(plan)
+        run_simulation(blueprint, [m.obj for m in plan.objects])
+
+    garbage = cyclic_garbage(stages)
+    assert _kinds(garbage) <= JINJA
+    assert _sandboxes(garbage) == _templates(path)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_validating_leaves_only_jsonschemas_error_cycles_and_one_sandbox_per_template(
+    cyclic_garbage: Any, path: Path
+) -> None:
+    garbage = cyclic_garbage(lambda: validate_path(path))
+    assert _kinds(garbage) <= {"jsonschema.exceptions.ValidationError", *JINJA}
+    assert _sandboxes(garbage) == _templates(path)
+
+
+def test_a_pause_restores_the_collector_and_nests() -> None:
+    assert gc.isenabled()
+    with paused():
+        assert not gc.isenabled()
+        with paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        gc.enable()
+
+
+def test_workloads_sharing_a_template_share_one_sandbox(cyclic_garbage: Any, tmp_path: Path) -> None:
+    shutil.copytree(BLUEPRINTS / "templates", tmp_path / "templates")
+    text = (BLUEPRINTS / "multi-tenant.yaml").read_text(encoding="utf-8")
+    second = text[text.index("    - name: finetune\n") :].split("\n      prefer:")[0]
+    text = text.replace(second, second + "\n" + second.replace("name: finetune", "name: finetune-again", 1), 1)
+    path = tmp_path / "multi-tenant.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = validate_path(path)
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    assert [w.template for w in result.blueprint.workloads].count("templates/finetune-job.yaml.j2") == 2
+    assert _sandboxes(cyclic_garbage(lambda: validate_path(path))) == 1
+    assert _sandboxes(cyclic_garbage(lambda: compile_blueprint(result.blueprint))) == 1  # type: ignore[arg-type]
