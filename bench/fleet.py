@@ -3,7 +3,8 @@
 - `many_pools(scale)`: 100 pools of 10 nodes, 50 tenants that each own two pools and run one workload,
   times `scale` (1x: 100 pools, 1,000 nodes, 50 tenants, 50 workloads; 10x: 1,000 / 10,000 / 500 / 500).
   Pods equal nodes; one workload in ten asks for 38 pods of 48 CPUs from 10 nodes of 96 CPUs, so the failure
-  path (FailedScheduling histograms, hints) is part of every figure.
+  path (FailedScheduling histograms, hints) is part of every figure. `many_pools(scale, oversubscribed=False)`
+  is the same fleet with every pod placed (the `many-pools-fit` shape).
 - `few_pools(scale)`: today's few-large-pools shape, 10 pools of 100 nodes times `scale`
   (bench_simulate.POOLS), with a Volcano tenant's gangs.
 
@@ -29,8 +30,11 @@ OVERSUBSCRIBED_EVERY = 10  # one workload in ten asks for more than its pool hol
 OVERSUBSCRIBED_PODS = 38  # 9 * 18 + 38 = 200 pods per 10 workloads: as many pods as nodes
 
 
-def many_pools(scale: int) -> str:
-    """100 * scale pools of 10 nodes, 50 * scale tenants owning two pools each, one workload per tenant."""
+def many_pools(scale: int, oversubscribed: bool = True) -> str:
+    """100 * scale pools of 10 nodes, 50 * scale tenants owning two pools each, one workload per tenant.
+
+    oversubscribed=False: no workload asks for more than its pool holds, so every pod is placed (many-pools-fit).
+    """
     pools, tenants = 100 * scale, 50 * scale
     lines = [
         "apiVersion: gpustack.io/v1alpha1",
@@ -65,7 +69,9 @@ def many_pools(scale: int) -> str:
         pool = f"pool-{2 * t:04d}"
         _, _, _, request = SHARINGS[(2 * t) % len(SHARINGS)]
         replicas, cpu = PODS_PER_WORKLOAD, 4
-        if t % OVERSUBSCRIBED_EVERY == OVERSUBSCRIBED_EVERY - 2:  # an H100 pool: room for 20 such pods
+        if (
+            oversubscribed and t % OVERSUBSCRIBED_EVERY == OVERSUBSCRIBED_EVERY - 2
+        ):  # an H100 pool: room for 20 such pods
             replicas, cpu = OVERSUBSCRIBED_PODS, 48
         lines.append(
             f"    - {{name: serve-{t:04d}, tenant: tenant-{t:04d}, pool: {pool}, kind: Deployment, "

@@ -16,10 +16,12 @@ slows both. Read the ratios, not the seconds: seconds move with the machine, rat
   growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear), floors too: CPython itself
              grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap)
   --help     `gpustack --help` in a fresh interpreter, against `python -c "import yaml, click"` (goal <= 1.1x)
-  memory     tracemalloc's peak while compiling 10x to a stream, over the stream's size (goal <= 4x)
+  memory     tracemalloc's peak while `gpustack compile BP -d -` runs (10x, output to /dev/null), over the stream's
+             size (goal <= 4x)
 
 Shapes (bench/fleet.py): many-pools (1x: 100 pools, 1,000 nodes, 50 tenants, 50 workloads; 10x: 1,000 /
-10,000 / 500 / 500, one pod per node) and few-pools (10 pools of 100 nodes per 1x; one pod per node).
+10,000 / 500 / 500, one pod per node; one workload in ten cannot be placed in full), many-pools-fit (the same,
+every pod placed) and few-pools (10 pools of 100 nodes per 1x; one pod per node).
 """
 
 from __future__ import annotations
@@ -62,7 +64,11 @@ from gpustack.simulate.report import format_text as simulation_text  # noqa: E40
 from gpustack.simulate.report import report_data  # noqa: E402
 from gpustack.validation import Validation, validate_path  # noqa: E402
 
-SHAPES: dict[str, Callable[[int], str]] = {"many-pools": many_pools, "few-pools": few_pools}
+SHAPES: dict[str, Callable[[int], str]] = {
+    "many-pools": many_pools,
+    "many-pools-fit": lambda scale: many_pools(scale, oversubscribed=False),
+    "few-pools": few_pools,
+}
 
 
 class _FloorDumper(yaml.CSafeDumper):  # type: ignore[misc,name-defined]
@@ -226,7 +232,7 @@ def profile(stage: str, shape: str, scale: int, folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median counts (default 3)")
-    parser.add_argument("--quick", action="store_true", help="many-pools only, no --help and memory figures")
+    parser.add_argument("--quick", action="store_true", help="many-pools shapes only, no --help and memory figures")
     parser.add_argument(
         "--profile",
         choices=("validate", "compile", "simulate", "diff", "capacity"),
@@ -248,7 +254,7 @@ def report(options: argparse.Namespace, folder: Path) -> None:
         f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, libyaml {yaml.__with_libyaml__}, "
         f"median of {options.repeat}, {os.cpu_count()} CPUs"
     )
-    shapes = ("many-pools",) if options.quick else tuple(SHAPES)
+    shapes = ("many-pools", "many-pools-fit") if options.quick else tuple(SHAPES)
     print(
         f"{'shape':<11} {'scale':>5} | {'validate':>8} {'parse':>6} {'ratio':>5} | {'compile':>7} {'floor':>6} "
         f"{'ratio':>5} | {'simulate':>8} | {'diff':>6} {'/comp':>5} | {'capacity':>8} {'/comp':>5}"
