@@ -267,6 +267,7 @@ def test_value_and_key_positions(parser: str) -> None:
         ("spec", "empty"): (12, 3),
     }
 
+
 def test_a_text_only_document_locates_every_value_and_key_as_the_loaded_one(parser: str) -> None:
     """Compile keeps only the text; a span asked for later is found in it again, start and end alike."""
     doc = parse_document(POSITIONED, "blueprint.yaml")
@@ -277,7 +278,6 @@ def test_a_text_only_document_locates_every_value_and_key_as_the_loaded_one(pars
     assert [light.span(p, key=True) for p in doc.key_positions] == [doc.span(p, key=True) for p in doc.key_positions]
     assert doc.span(("spec", "nodePools", 0, "gpu")).end == Position(5, 35)  # the flow mapping's closing brace
     assert light.source_line(5) == doc.source_line(5)
-
 
 
 SCHEMA = {
