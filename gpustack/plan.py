@@ -35,7 +35,9 @@ class Manifest:
     @cached_property  # asked for many times per object by review; an object is not changed once in a Manifest
     def key(self) -> str:
         """apiVersion/kind/namespace/name: unique within a plan."""
-        return f"{self.obj['apiVersion']}/{self.kind}/{self.namespace or ''}/{self.name}"
+        obj = self.obj
+        metadata = obj["metadata"]
+        return f"{obj['apiVersion']}/{obj['kind']}/{metadata.get('namespace') or ''}/{metadata['name']}"
 
 
 OCI_SCHEME = "oci://"

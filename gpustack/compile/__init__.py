@@ -65,8 +65,8 @@ WORKLOAD_RANK = 10
 
 
 def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
-    rank = KIND_RANK.get(manifest.kind, WORKLOAD_RANK)
-    return (rank, manifest.namespace or "", manifest.kind, manifest.name)
+    kind, metadata = manifest.obj["kind"], manifest.obj["metadata"]
+    return (KIND_RANK.get(kind, WORKLOAD_RANK), metadata.get("namespace") or "", kind, metadata["name"])
 
 
 @paused()  # see gpustack/collector.py

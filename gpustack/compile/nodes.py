@@ -108,12 +108,14 @@ def render_label_script(ctx: Context) -> str:
             lines.append(f"# selected by {describe_selection(pool)}: its provider sets the labels and taints of")
             lines.append(f"# {node_pool_file(pool)} on each new node")
             continue
-        labels = [f"{key}={value}" for key, value in node_labels(ctx, pool).items()]
-        taints = [taint_text(taint) for taint in pool.taints]
+        # The same words for every node of the pool, quoted once: a pool may have thousands of nodes.
+        labels = _command([f"{key}={value}" for key, value in node_labels(ctx, pool).items()])
+        taints = _command([taint_text(taint) for taint in pool.taints])
         for node in pool.nodes:
-            lines.append(_command(["kubectl", "label", "node", node, *labels, "--overwrite"]))
+            quoted = shlex.quote(node)
+            lines.append(f"kubectl label node {quoted} {labels} --overwrite")
             if taints:
-                lines.append(_command(["kubectl", "taint", "node", node, *taints, "--overwrite"]))
+                lines.append(f"kubectl taint node {quoted} {taints} --overwrite")
     return "\n".join(lines) + "\n"
 
 
