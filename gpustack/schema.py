@@ -296,12 +296,68 @@ def _leaf_items(validator: KeywordValidator, items: Any, instance: Any, schema: 
 _STANDARD_ITEMS = Draft202012Validator.VALIDATORS["items"]
 
 
+def _decided_if(validator: KeywordValidator, if_schema: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    """The 2020-12 `if` keyword, with the condition decided here where it is simple (a property's const or enum of
+    strings, required, anyOf, not). jsonschema decides it by collecting an error, and the errors of every `if`
+    that fails form cycles for the garbage collector: 6,000 of them on a 1,000-pool blueprint."""
+    holds = _holds(if_schema, instance)
+    if holds is None:
+        holds = validator.evolve(schema=if_schema).is_valid(instance)
+    if holds:
+        if "then" in schema:
+            yield from validator.descend(instance, schema["then"], schema_path="then")
+    elif "else" in schema:
+        yield from validator.descend(instance, schema["else"], schema_path="else")
+
+
+_CONDITION_KEYWORDS = frozenset({"properties", "required", "anyOf", "not", "description", "$comment"})
+
+
+def _holds(schema: Any, instance: Any) -> bool | None:
+    """Whether `instance` satisfies `schema`, for the condition shapes this schema uses; None for any other."""
+    if not isinstance(schema, dict) or not schema.keys() <= _CONDITION_KEYWORDS:
+        return None
+    is_object = isinstance(instance, dict)
+    verdicts: list[bool | None] = []
+    for name, subschema in schema.get("properties", {}).items():
+        if not is_object or name not in instance:
+            continue  # properties constrain only the names present, of objects
+        verdicts.append(_matches_strings(subschema, instance[name]))
+    if "required" in schema:
+        verdicts.append(not is_object or all(name in instance for name in schema["required"]))
+    if "anyOf" in schema:
+        branches = [_holds(branch, instance) for branch in schema["anyOf"]]
+        verdicts.append(True if True in branches else None if None in branches else False)
+    if "not" in schema:
+        negated = _holds(schema["not"], instance)
+        verdicts.append(None if negated is None else not negated)
+    if False in verdicts:
+        return False
+    return None if None in verdicts else True
+
+
+def _matches_strings(schema: Any, value: Any) -> bool | None:
+    """A property schema of only a string `const` or an `enum` of strings; None for any other."""
+    if not isinstance(schema, dict) or not schema.keys() <= {"const", "enum", "description"}:
+        return None
+    allowed = [schema["const"]] if "const" in schema else schema.get("enum")
+    if not isinstance(allowed, list) or not all(isinstance(item, str) for item in allowed):
+        return None
+    return isinstance(value, str) and value in allowed
+
+
 @functools.cache
 def _validator() -> Validator:
     # Built once: constructing the validator costs far more than checking a blueprint.
     cls = validators.extend(
         Draft202012Validator,
-        {"pattern": _ecma_pattern, "$ref": _cached_ref, "properties": _leaf_properties, "items": _leaf_items},
+        {
+            "pattern": _ecma_pattern,
+            "$ref": _cached_ref,
+            "properties": _leaf_properties,
+            "items": _leaf_items,
+            "if": _decided_if,
+        },
     )
     validator: Validator = cls(load_schema())
     return validator

@@ -61,20 +61,18 @@ class Validation:
         return Validation(self.file, self.document, self.blueprint, promoted)
 
 
+@paused()  # see gpustack/collector.py
 def validate_document(document: Document, read_template: ReadTemplate | None = None) -> Validation:
     """Shape, then the blueprint with the templates `read_template` gives (none read without it), then the checks."""
-    # Not paused: jsonschema's errors (its `if` branches raise them on valid documents too) form cycles, and at fleet
-    # size holding them to the end of the pause doubled validation's peak memory.
     shape = check_shape(document)
     if shape:
         return Validation(document.file, document, None, tuple(shape))
-    with paused():  # see gpustack/collector.py
-        blueprint = build_blueprint(document.data, document.file)
-        locate = document_locator(document)
-        unread: list[Diagnostic] = []
-        if read_template is not None:
-            blueprint, unread = read_templates(blueprint, read_template, locate)
-        found = run_checks(blueprint, load_catalog(), locate)
+    blueprint = build_blueprint(document.data, document.file)
+    locate = document_locator(document)
+    unread: list[Diagnostic] = []
+    if read_template is not None:
+        blueprint, unread = read_templates(blueprint, read_template, locate)
+    found = run_checks(blueprint, load_catalog(), locate)
     return Validation(document.file, document, blueprint, tuple(sort_diagnostics([*found, *unread])))
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from gpustack.schema import _lookup, _passes_leaf, _validator, load_schema
+from gpustack.schema import _holds, _lookup, _passes_leaf, _validator, load_schema
 
 
 def subschemas(node: Any) -> Iterator[dict[str, Any]]:
@@ -62,3 +62,38 @@ def test_values_jsonschema_refuses_are_still_reported(value: Any) -> None:
     nodes = load_schema()["$defs"]["nodePool"]["properties"]["nodes"]
     assert not _passes_leaf(nodes["items"], value)
     assert list(_validator().evolve(schema=nodes).iter_errors([value]))
+
+
+# --- the `if` fast path ------------------------------------------------------------------------
+
+CONDITIONS = [s["if"] for s in subschemas(load_schema()) if "if" in s]
+WORDS = "device-plugin none time-slicing mps mig hami default volcano kueue VolcanoJob JobSet Deployment StatefulSet"
+CONDITION_WORDS = st.sampled_from([*WORDS.split(), "Job", "LeaderWorkerSet", "In", "NotIn", "Exists", "Mig", ""])
+CONDITION_VALUES = (
+    CONDITION_WORDS | st.none() | st.booleans() | st.integers(-1, 3) | st.lists(CONDITION_WORDS, max_size=2)
+)
+CONDITION_KEYS = st.sampled_from(["stack", "strategy", "selector", "cloud", "count", "scheduler", "kind", "operator"])
+INSTANCES = st.dictionaries(CONDITION_KEYS, CONDITION_VALUES, max_size=4) | CONDITION_VALUES
+
+
+def test_every_condition_in_the_schema_is_decided_without_jsonschema() -> None:
+    assert len(CONDITIONS) >= 10
+    for condition in CONDITIONS:
+        assert _holds(condition, {}) is not None, condition
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(CONDITIONS), INSTANCES)
+def test_a_decided_condition_is_what_jsonschema_decides(condition: dict[str, Any], instance: Any) -> None:
+    decided = _holds(condition, instance)
+    assert decided is not None
+    assert decided == Draft202012Validator(condition).is_valid(instance), (condition, instance)
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [{"properties": {"a": {"const": 1}}}, {"properties": {"a": {"pattern": "x"}}}, {"minProperties": 1}, True],
+    ids=["non-string const", "pattern", "other keyword", "boolean schema"],
+)
+def test_other_conditions_are_left_to_jsonschema(condition: Any) -> None:
+    assert _holds(condition, {"a": 1}) is None
