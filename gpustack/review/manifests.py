@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from gpustack.plan import Plan
+from gpustack.plan import Manifest, Plan
 from gpustack.review.changes import Status
 from gpustack.yamlout import Writer
 
@@ -77,21 +77,33 @@ class ObjectChange:
 
 def split_keys(*plans: Plan) -> frozenset[str]:
     """Object keys that more than one output family writes, in any of the plans."""
-    families: dict[str, set[str]] = {}
+    first: dict[str, str] = {}  # key -> the first family seen writing it
+    split: set[str] = set()
     for plan in plans:
         for manifest in plan.objects:
-            families.setdefault(manifest.key, set()).add(manifest.family)
-    return frozenset(key for key, found in families.items() if len(found) > 1)
+            key = manifest.key
+            if first.setdefault(key, manifest.family) != manifest.family:
+                split.add(key)
+    return frozenset(split)
 
 
-def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Item]:
-    """The plan's outputs by key; an object in `split` (by default: written by several families) per family."""
+Output = Manifest | Item
+
+
+def plan_outputs(
+    plan: Plan, split: frozenset[str] | None = None, dump: Callable[[Any], str] | None = None
+) -> dict[str, Output]:
+    """The plan's outputs by key; an object in `split` (by default: written by several families) per family.
+
+    Objects stay Manifests until one is found changed (`as_item`): most objects of a plan do not change, and at
+    fleet size making an Item of each cost more than comparing them.
+    """
     split = split_keys(plan) if split is None else split
-    items: dict[str, Item] = {}
-    dump = Writer().dump  # one writer per plan: each distinct string's style is chosen once
+    dump = dump or Writer().dump  # one writer per plan: each distinct string's style is chosen once
+    outputs: dict[str, Output] = {}
     for manifest in plan.objects:
-        key = f"{manifest.key}#{manifest.family}" if manifest.key in split else manifest.key
-        items[key] = Item(key, manifest.kind, manifest.name, manifest.namespace, manifest.file, manifest.obj, dump)
+        key = manifest.key
+        outputs[f"{key}#{manifest.family}" if key in split else key] = manifest
     for release in plan.releases:
         described = {
             "chart": release.chart,
@@ -101,11 +113,21 @@ def plan_items(plan: Plan, split: frozenset[str] | None = None) -> dict[str, Ite
             "values": release.values,
         }
         key = f"helm/{release.namespace}/{release.name}"
-        items[key] = Item(key, "HelmRelease", release.name, release.namespace, release.values_file, described, dump)
+        outputs[key] = Item(key, "HelmRelease", release.name, release.namespace, release.values_file, described, dump)
     for artifact in plan.artifacts:
         key = f"file/{artifact.path}"
-        items[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text, _text)
-    return items
+        outputs[key] = Item(key, "File", artifact.path, None, artifact.path, artifact.text, _text)
+    return outputs
+
+
+def as_item(key: str, output: Output, dump: Callable[[Any], str]) -> Item:
+    if isinstance(output, Item):
+        return output
+    return Item(key, output.kind, output.name, output.namespace, output.file, output.obj, dump)
+
+
+def _source(output: Output) -> Any:
+    return output.source if isinstance(output, Item) else output.obj
 
 
 def unified_diff(key: str, old: str, new: str, context: int = 3) -> str:
@@ -119,17 +141,23 @@ def unified_diff(key: str, old: str, new: str, context: int = 3) -> str:
 def manifest_changes(before: Plan, after: Plan) -> tuple[ObjectChange, ...]:
     """Changes in the new plan's apply order, then removed objects in the old plan's order."""
     split = split_keys(before, after)
-    old, new = plan_items(before, split), plan_items(after, split)
+    dump_old, dump_new = Writer().dump, Writer().dump
+    old, new = plan_outputs(before, split, dump_old), plan_outputs(after, split, dump_new)
     changes: list[ObjectChange] = []
-    for key, item in new.items():
+    for key, output in new.items():
         previous = old.get(key)
-        if previous is not None and (_same(previous.source, item.source) or previous.text == item.text):
+        if previous is not None and _same(_source(previous), _source(output)):
             continue
-        status = Status.ADDED if previous is None else Status.CHANGED
-        diff = unified_diff(key, "" if previous is None else previous.text, item.text)
+        item = as_item(key, output, dump_new)
+        was = as_item(key, previous, dump_old) if previous is not None else None
+        if was is not None and was.text == item.text:
+            continue
+        status = Status.ADDED if was is None else Status.CHANGED
+        diff = unified_diff(key, "" if was is None else was.text, item.text)
         changes.append(ObjectChange(key, item.kind, item.name, item.namespace, item.file, status, diff))
-    for key, item in old.items():
+    for key, output in old.items():
         if key not in new:
+            item = as_item(key, output, dump_old)
             diff = unified_diff(key, item.text, "")
             changes.append(ObjectChange(key, item.kind, item.name, item.namespace, item.file, Status.REMOVED, diff))
     return tuple(changes)
