@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
@@ -105,6 +106,7 @@ class Capacity:
     warnings: tuple[tuple[str, str], ...]  # (pool, message)
 
 
+@paused()  # see gpustack/collector.py
 def measure_capacity(context: Context) -> Capacity:
     demand = _demand_by_pool(context)
     pools = tuple(pool_capacity(context, pool, demand.get(pool.name, {})) for pool in context.blueprint.pools)

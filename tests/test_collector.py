@@ -12,9 +12,14 @@ from typing import Any
 import pytest
 from conftest import BLUEPRINTS
 
+from gpustack.capacity import measure_capacity
+from gpustack.catalog import load_catalog
 from gpustack.collector import paused
 from gpustack.compile import compile_blueprint
+from gpustack.context import Context
 from gpustack.outputs import render_files, render_stream
+from gpustack.review.review import review_change
+from gpustack.review.snapshot import Snapshot
 from gpustack.simulate import run_simulation
 from gpustack.validation import validate_path
 
@@ -72,7 +77,7 @@ def _templates(path: Path) -> int:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_compiling_writing_and_simulating_make_no_cycles_but_one_sandbox_per_template(
+def test_compiling_writing_simulating_and_reviewing_make_no_cycles_but_one_sandbox_per_template(
     cyclic_garbage: Any, path: Path
 ) -> None:
     blueprint = validate_path(path).blueprint
@@ -83,10 +88,13 @@ def test_compiling_writing_and_simulating_make_no_cycles_but_one_sandbox_per_tem
         render_files(plan)
         render_stream(plan)
         run_simulation(blueprint, [m.obj for m in plan.objects])
+        measure_capacity(Context(blueprint, load_catalog()))
+        review_change(Snapshot("base", None), Snapshot(str(path), blueprint))
+        review_change(Snapshot("old", blueprint), Snapshot("new", blueprint))
 
     garbage = cyclic_garbage(stages)
     assert _kinds(garbage) <= JINJA
-    assert _sandboxes(garbage) == _templates(path)
+    assert _sandboxes(garbage) == 4 * _templates(path)  # compiled four times: above and for three review sides
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpustack.collector import paused
 from gpustack.review.capacity import CapacityChange, capacity_deltas
 from gpustack.review.changes import EntityChange, blueprint_changes
 from gpustack.review.manifests import ObjectChange, manifest_changes
@@ -31,6 +32,7 @@ class Review:
         return self.changed if threshold is None else at_least(self.risks, threshold)
 
 
+@paused()  # see gpustack/collector.py
 def review_change(before: Snapshot, after: Snapshot) -> Review:
     return Review(
         before=before,
