@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from gpustack.collector import paused
 from gpustack.diagnostic import JsonPath, Span, format_json_path
 from gpustack.jsondoc import dump_document
 from gpustack.simulate import Simulation
@@ -24,6 +25,7 @@ def _nowhere(document: str, path: JsonPath) -> Span | None:
     return None
 
 
+@paused()  # see gpustack/collector.py
 def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) -> dict[str, Any]:
     outcome = simulation.outcome
     context = simulation.context
@@ -185,6 +187,7 @@ def _template() -> jinja2.Template:
     return package_template("simulate-report.txt.j2")
 
 
+@paused()  # see gpustack/collector.py
 def format_text(data: dict[str, Any]) -> str:
     return _template().render(report=data, pending=_grouped(data["pending"]))
 
