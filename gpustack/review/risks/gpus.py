@@ -37,13 +37,14 @@ def mig_repartition(before: Snapshot, after: Snapshot) -> list[Risk]:
     """A node's GPUs get a different MIG layout (or MIG turned on or off): GPU reset, pods on them killed."""
     changes: dict[str, list[tuple[str, str]]] = {}  # after pool -> (node, detail)
     hit: dict[str, set[str]] = {}  # after pool -> workloads whose pods may sit on a changed GPU
-    states: dict[int, dict[int, tuple[GpuState, str]]] = {}  # id(pool) -> its GPU states: the same for its nodes
+    # Pool name -> its GPUs' states, once per pool: every node of a pool has the same.
+    old_states = {name: gpu_states(pool) for name, pool in before.pools.items()}
+    new_states = {name: gpu_states(pool) for name, pool in after.pools.items()}
     for node, new_pool in after.node_pools.items():
         old_pool = before.node_pools.get(node)
         if old_pool is None:  # a node new to the blueprint: its current state is unknown, not a change we can see
             continue
-        old = states.get(id(old_pool)) or states.setdefault(id(old_pool), gpu_states(old_pool))
-        new = states.get(id(new_pool)) or states.setdefault(id(new_pool), gpu_states(new_pool))
+        old, new = old_states[old_pool.name], new_states[new_pool.name]
         changed = [i for i in sorted(set(old) & set(new)) if old[i][0] != new[i][0]]
         if not changed:
             continue
