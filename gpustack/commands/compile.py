@@ -84,9 +84,8 @@ def command(
     if not LIBYAML:
         click.echo(SLOW_WRITER_NOTE, err=True)
     if out == STREAM:
-        # Written a document at a time, without the blueprint: at fleet size the stream, the plan and the
-        # validated document held together were most of compile's memory.
-        del model
+        # Written a document at a time: at fleet size the whole stream, the plan and the validated document held
+        # together were most of compile's memory.
         left_out = stream_leaves_out(plan)
         with paused():
             for text in stream_documents(plan):
