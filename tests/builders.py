@@ -31,3 +31,27 @@ def blueprint(*pools: dict, **spec: Any) -> Blueprint:
 
 def context(bp: Blueprint) -> Context:
     return Context(bp, load_catalog())
+
+
+# One L4 pool, one tenant, one Deployment: the smallest blueprint that compiles every family a tenant touches.
+ONE_POOL = """\
+apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata: {name: tpl}
+spec:
+  kubernetes: {version: "1.31"}
+  nodePools:
+    - name: l4
+      gpu: {model: L4, count: 4}
+      nodes: [gpu-node-1]
+      taints: [{key: gpustack.io/pool, value: l4, effect: NoSchedule}]
+  tenants:
+    - {name: ml, namespaces: [ml], pools: [l4], quota: {l4: {gpu: 4}}}
+  workloads:
+    - name: chat
+      tenant: ml
+      pool: l4
+      kind: Deployment
+      image: vllm/vllm-openai:v0.6.3
+      gpu: {count: 1}
+"""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from builders import ONE_POOL
 from conftest import REPO
 
 from gpustack.codes import BAD_FORMAT, OUT_OF_RANGE, UNKNOWN_MODEL
@@ -33,28 +34,7 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "rss_kib": peak}))
 """
 
-BASE = """\
-apiVersion: gpustack.io/v1alpha1
-kind: ClusterBlueprint
-metadata: {name: tpl}
-spec:
-  kubernetes: {version: "1.31"}
-  nodePools:
-    - name: l4
-      gpu: {model: L4, count: 4}
-      nodes: [gpu-node-1]
-      taints: [{key: gpustack.io/pool, value: l4, effect: NoSchedule}]
-  tenants:
-    - {name: ml, namespaces: [ml], pools: [l4], quota: {l4: {gpu: 4}}}
-  workloads:
-    - name: chat
-      tenant: ml
-      pool: l4
-      kind: Deployment
-      image: vllm/vllm-openai:v0.6.3
-      gpu: {count: 1}
-      template: templates/t.j2
-"""
+BASE = ONE_POOL + "      template: templates/t.j2\n"
 
 
 @dataclass(frozen=True)

@@ -5,32 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import ONE_POOL
 from click.testing import CliRunner
 from conftest import BLUEPRINTS
 
 from gpustack.cli import group
 
-BASE = """\
-apiVersion: gpustack.io/v1alpha1
-kind: ClusterBlueprint
-metadata: {name: tpl}
-spec:
-  kubernetes: {version: "1.31"}
-  nodePools:
-    - name: l4
-      gpu: {model: L4, count: 4}
-      nodes: [gpu-node-1]
-      taints: [{key: gpustack.io/pool, value: l4, effect: NoSchedule}]
-  tenants:
-    - {name: ml, namespaces: [ml], pools: [l4], quota: {l4: {gpu: 4}}}
-  workloads:
-    - name: chat
-      tenant: ml
-      pool: l4
-      kind: Deployment
-      image: vllm/vllm-openai:v0.6.3
-      gpu: {count: 1}
-"""
+BASE = ONE_POOL
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str]:
