@@ -2,8 +2,9 @@
 
 Run: python bench/run.py [--repeat N] [--quick] [--profile STAGE]
 
-Each figure is the median of N runs; a stage and its floor run alternately, so a neighbour's load
-slows both. Read the ratios, not the seconds: seconds move with the machine, ratios much less.
+Each figure is the median of N runs (10 N at 1x, whose figures are ten times smaller); a stage and its floor
+run alternately, and so do a stage's 10x and 1x runs, so a neighbour's load slows both sides of every ratio.
+Read the ratios, not the seconds: seconds move with the machine, ratios much less.
 
   compile    `gpustack compile BP -o -`'s work (read, validate, compile, render the stream), against
              libyaml doing the same reading and writing: `yaml.CSafeLoader` parses BP and
@@ -14,7 +15,8 @@ slows both. Read the ratios, not the seconds: seconds move with the machine, rat
   diff       `gpustack diff BP BP'` (one pool grows by a node), against compile (goal <= 2x at 10x)
   capacity   `gpustack capacity BP`, against compile (goal <= 2x at 10x)
   growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear), floors too: CPython itself
-             grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap)
+             grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap), and
+             so does linear work in C ("linear floor": libyaml parsing BP and writing it back, collector off)
   --help     `gpustack --help` in a fresh interpreter, against `python -c "import yaml, click"` (goal <= 1.1x)
   memory     tracemalloc's peak while `gpustack compile BP -d -` runs (10x, output to /dev/null), over the stream's
              size (goal <= 4x)
@@ -108,6 +110,17 @@ def parse_floor(path: str) -> None:
         yaml.load(stream.read(), Loader=yaml.CSafeLoader)
 
 
+def linear_floor(path: str) -> None:
+    """libyaml parsing BP and writing it back with the cyclic collector off: work linear in the blueprint, done in C,
+    whose growth from 1x to 10x is this machine's (caches, memory), not an algorithm's."""
+    gc.disable()
+    try:
+        with open(path, encoding="utf-8") as stream:
+            yaml.dump(yaml.load(stream.read(), Loader=yaml.CSafeLoader), Dumper=yaml.CSafeDumper)
+    finally:
+        gc.enable()
+
+
 def simulate(result: Validation, objects: list[Any]) -> str:
     """`gpustack simulate`'s work after compile: place every pod, then the report."""
     assert result.blueprint is not None and result.document is not None
@@ -141,16 +154,20 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def medians(repeat: int, actions: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Each action `repeat` times, interleaved, so load from other processes falls on all of them alike."""
+def medians(
+    repeat: int, actions: dict[str, Callable[[], object]], runs: dict[str, int] | None = None
+) -> dict[str, float]:
+    """Each action `repeat` times (`runs[name]` times as often where given), interleaved, so load from other
+    processes falls on all of them alike."""
     times: dict[str, list[float]] = {name: [] for name in actions}
     for _ in range(repeat):
         for name, action in actions.items():
-            times[name].append(timed(action))
+            for _ in range((runs or {}).get(name, 1)):
+                times[name].append(timed(action))
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure_shape(shape: str, scale: int, folder: Path, repeat: int, with_reviews: bool) -> dict[str, float]:
+def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> dict[str, Callable[[], object]]:
     path = folder / f"{shape}-{scale}x.yaml"
     path.write_text(SHAPES[shape](scale), encoding="utf-8")
     validation = _valid(str(path))
@@ -160,6 +177,7 @@ def measure_shape(shape: str, scale: int, folder: Path, repeat: int, with_review
     everything = [m.obj for m in plan.objects]
     actions: dict[str, Callable[[], object]] = {
         "parse floor": lambda: parse_floor(str(path)),
+        "linear floor": lambda: linear_floor(str(path)),
         "validate": lambda: validate_path(str(path)),
         "compile floor": lambda: compile_floor(str(path), objects),
         "compile": lambda: compile_stream(str(path)),
@@ -170,7 +188,24 @@ def measure_shape(shape: str, scale: int, folder: Path, repeat: int, with_review
         changed.write_text(grown(SHAPES[shape](scale)), encoding="utf-8")
         actions["diff"] = lambda: diff(str(path), str(changed))
         actions["capacity"] = lambda: capacity(str(path))
-    return medians(repeat, actions)
+    return actions
+
+
+def measure_shape(shape: str, folder: Path, repeat: int) -> dict[int, dict[str, float]]:
+    """Every figure of the shape at 1x and 10x, each 10x run followed by ten runs of the same stage at 1x: a growth
+    figure divides two medians taken side by side, and each rests on about as many seconds of work."""
+    actions: dict[str, Callable[[], object]] = {}
+    one = shape_actions(shape, 1, folder, with_reviews=False)
+    for stage, action in shape_actions(shape, 10, folder, with_reviews=True).items():
+        actions[f"10 {stage}"] = action
+        if stage in one:
+            actions[f"1 {stage}"] = one[stage]
+    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
+    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
+    for name, seconds in times.items():
+        scale, stage = name.split(" ", 1)
+        rows[int(scale)][stage] = seconds
+    return rows
 
 
 def help_ratio(repeat: int) -> tuple[float, float]:
@@ -231,7 +266,9 @@ def profile(stage: str, shape: str, scale: int, folder: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median counts (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per 10x figure (ten times as many at 1x); the median counts"
+    )
     parser.add_argument("--quick", action="store_true", help="many-pools shapes only, no --help and memory figures")
     parser.add_argument(
         "--profile",
@@ -252,7 +289,7 @@ def main() -> None:
 def report(options: argparse.Namespace, folder: Path) -> None:
     print(
         f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, libyaml {yaml.__with_libyaml__}, "
-        f"median of {options.repeat}, {os.cpu_count()} CPUs"
+        f"median of {options.repeat} (of {options.repeat * 10} at 1x), {os.cpu_count()} CPUs"
     )
     shapes = ("many-pools", "many-pools-fit") if options.quick else tuple(SHAPES)
     print(
@@ -260,7 +297,7 @@ def report(options: argparse.Namespace, folder: Path) -> None:
         f"{'ratio':>5} | {'simulate':>8} | {'diff':>6} {'/comp':>5} | {'capacity':>8} {'/comp':>5}"
     )
     for shape in shapes:
-        rows = {scale: measure_shape(shape, scale, folder, options.repeat, scale == 10) for scale in (1, 10)}
+        rows = measure_shape(shape, folder, options.repeat)
         for scale, row in rows.items():
             reviews = (
                 f"{row['diff']:>6.2f} {row['diff'] / row['compile']:>4.2f}x | "
@@ -273,7 +310,7 @@ def report(options: argparse.Namespace, folder: Path) -> None:
                 f"{row['validate'] / row['parse floor']:>4.2f}x | {row['compile']:>7.3f} {row['compile floor']:>6.3f} "
                 f"{row['compile'] / row['compile floor']:>4.2f}x | {row['simulate']:>8.3f} | {reviews}"
             )
-        stages = ("validate", "parse floor", "compile", "compile floor", "simulate")
+        stages = ("validate", "parse floor", "compile", "compile floor", "simulate", "linear floor")
         growth = {stage: rows[10][stage] / rows[1][stage] for stage in stages}
         print(f"{shape:<11} growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
     if options.quick:

@@ -44,7 +44,8 @@ def nodes(draw: st.DrawFn) -> list[Node]:
             resources["cpu"] = draw(st.sampled_from([2000, 4000]))
         taints = tuple(draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique=True)))
         labels = {"kubernetes.io/hostname": f"n{index}", "zone": draw(st.sampled_from(ZONES))}
-        out.append(Node(f"n{index}", draw(st.sampled_from(["p", "q"])), labels, taints, resources))
+        cordoned = draw(st.integers(0, 5)) == 0
+        out.append(Node(f"n{index}", draw(st.sampled_from(["p", "q"])), labels, taints, resources, cordoned))
     return out
 
 
@@ -61,6 +62,9 @@ def shapes(draw: st.DrawFn) -> PodShape:
                         Toleration("pool", "Equal", "a", "NoSchedule"),
                         Toleration("pool", "Exists", None, None),
                         Toleration("gpu", "Equal", "true", "NoSchedule"),
+                        Toleration("pool", "Equal", "b", "NoSchedule"),  # the right value, the wrong effect
+                        Toleration("node.kubernetes.io/unschedulable", "Exists", None, "NoSchedule"),
+                        Toleration(None, "Exists", None, None),
                     ]
                 ),
                 max_size=2,
@@ -199,3 +203,23 @@ def test_remembered_refusals_word_every_pending_pod_as_a_fresh_scan_would(
         assert schedule_pod(remembered, pod, KubeJudge(VERSION), VERSION, False, refusals) == schedule_pod(
             fresh, pod, KubeJudge(VERSION), VERSION, False
         )
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes(), st.lists(shapes(), min_size=1, max_size=4))
+def test_settled_refusals_are_what_the_static_filters_say_of_each_class(
+    inventory: list[Node], pod_shapes: list[PodShape]
+) -> None:
+    """A class's cordon or first hard taint is worded once for every shape that tolerates neither: the wording
+    must be the one static_verdict gives that shape on that class's nodes."""
+    cluster = Cluster(inventory)
+    judge = KubeJudge(VERSION)
+    for shape in pod_shapes * 2:  # the second time from the judge's memory
+        settled = judge.settled(cluster, shape)
+        for node_class, refusal in zip(cluster.classes, settled, strict=True):
+            verdict = static_verdict(shape, node_class.node, VERSION)
+            if verdict is None:
+                assert refusal is None
+            else:
+                assert refusal is not None
+                assert (refusal.verdict, refusal.count) == (verdict, len(node_class.members))

@@ -50,17 +50,24 @@ class ClassIndex:
         self._feasible[id(shape)] = (shape, found)
         return found
 
-    def _candidates(self, shape: PodShape) -> set[int]:
-        """A superset of the feasible classes: every hard taint tolerated (by key and value), selector labels held."""
-        candidates = set(self._untainted)
+    def tolerated(self, shape: PodShape) -> set[int]:
+        """The classes without a hard taint (or cordon) and those with one the shape may tolerate (by key and value).
+
+        Every other class refuses the shape at its first hard taint (or its cordon), whatever else the shape says.
+        """
+        classes = set(self._untainted)
         for toleration in shape.tolerations:
             if not toleration.key:  # an empty key tolerates every key
-                candidates = {c.index for c in self._classes}
-                break
+                return {c.index for c in self._classes}
             if toleration.operator == "Exists":
-                candidates |= self._by_key.get(toleration.key, set())
+                classes |= self._by_key.get(toleration.key, set())
             else:
-                candidates |= self._by_key_value.get((toleration.key, toleration.value or ""), set())
+                classes |= self._by_key_value.get((toleration.key, toleration.value or ""), set())
+        return classes
+
+    def _candidates(self, shape: PodShape) -> set[int]:
+        """A superset of the feasible classes: every hard taint tolerated (by key and value), selector labels held."""
+        candidates = self.tolerated(shape)
         for label in shape.node_selector:
             candidates &= self._by_label.get(label, set())
         return candidates

@@ -9,6 +9,7 @@ kube-scheduler on large clusters also stops filtering after enough feasible node
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +28,7 @@ from gpustack.simulate.filters import (
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.pods import PodShape
 
+_BARE = PodShape(requests=())  # tolerates nothing, selects nothing: refused only by cordons and hard taints
 # kube-scheduler's default score weights: TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1.
 TAINT_WEIGHT, AFFINITY_WEIGHT, FIT_WEIGHT = 3, 2, 1
 
@@ -36,13 +38,18 @@ class Judge(Protocol):
         """Why the class's nodes with this usage refuse the pod, or None; `single`: a one-node class."""
         ...
 
+    def settled(self, cluster: Cluster, shape: PodShape) -> Sequence[Rejection | None] | None:
+        """Per class, the refusal of all its nodes that no usage changes (None where usage decides), or None
+        when this judge's refusals all depend on usage."""
+        ...
+
 
 @dataclass(frozen=True)
 class Rejection:
     """`count` nodes of one class (and usage) refused the pod with `verdict`."""
 
     node_class: int
-    usage: Usage
+    usage: Usage  # () for a refusal no usage changes (always unresolvable): it counts every node of the class
     verdict: Verdict
     count: int
     node: int | None = None  # set when judged node by node
@@ -57,22 +64,54 @@ class _Candidate:
 
 @dataclass
 class KubeJudge:
-    """kube-scheduler's filters; the usage-independent part is cached per (pod shape, class)."""
+    """kube-scheduler's filters; the usage-independent part is cached per (pod shape, class).
+
+    kube-scheduler stops at the first filter that refuses, and NodeUnschedulable and TaintToleration come
+    first: a class whose cordon or first hard taint the shape does not tolerate refuses it for that reason
+    alone. Those refusals are worded once per class (`_first_refusals`), so a pod that fits nowhere
+    costs the classes it may tolerate, not the fleet, until its message is counted.
+    A judge serves one cluster: its memory is keyed by class index.
+    """
 
     version: KubeVersion
     # Keyed by the shape's identity: pods of one workload share one shape, and hashing a shape is not cheap.
     _static: dict[tuple[int, int], Verdict | None] = field(default_factory=dict)
     _shapes: list[PodShape] = field(default_factory=list)  # keeps every keyed shape alive, so ids stay unique
+    _settled: dict[int, tuple[Rejection | None, ...]] = field(default_factory=dict)  # id(shape) -> per class
+    _first_refusals: tuple[Rejection | None, ...] | None = None  # per class: its cordon's or first hard taint's
+
+    def settled(self, cluster: Cluster, shape: PodShape) -> tuple[Rejection | None, ...]:
+        known = self._settled.get(id(shape))
+        if known is not None:
+            return known
+        if self._first_refusals is None:
+            self._first_refusals = tuple(self._first_refusal(c) for c in cluster.classes)
+        refusals = list(self._first_refusals)
+        for index in cluster.index.tolerated(shape):
+            node_class = cluster.classes[index]
+            verdict = self._static_verdict(shape, node_class)
+            refusals[index] = None if verdict is None else Rejection(index, (), verdict, len(node_class.members))
+        self._shapes.append(shape)
+        self._settled[id(shape)] = settled = tuple(refusals)
+        return settled
+
+    def _first_refusal(self, node_class: NodeClass) -> Rejection | None:
+        """The refusal of a shape that tolerates none of the class's hard taints (nor its cordon); None: no such."""
+        verdict = static_verdict(_BARE, node_class.node, self.version)
+        return None if verdict is None else Rejection(node_class.index, (), verdict, len(node_class.members))
+
+    def _static_verdict(self, shape: PodShape, node_class: NodeClass) -> Verdict | None:
+        key = (id(shape), node_class.index)
+        if key not in self._static:
+            self._shapes.append(shape)
+            self._static[key] = static_verdict(shape, node_class.node, self.version)
+        return self._static[key]
 
     def __call__(self, shape: PodShape, node_class: NodeClass, usage: Usage, *, single: bool = False) -> Verdict | None:
         if single:  # per-node classes share their class's index: never cache them
             static = static_verdict(shape, node_class.node, self.version)
         else:
-            key = (id(shape), node_class.index)
-            if key not in self._static:
-                self._shapes.append(shape)
-                self._static[key] = static_verdict(shape, node_class.node, self.version)
-            static = self._static[key]
+            static = self._static_verdict(shape, node_class)
         return static or resource_verdict(shape, node_class, usage, self.version)
 
 
@@ -82,6 +121,10 @@ class VolcanoJudge:
 
     def __call__(self, shape: PodShape, node_class: NodeClass, usage: Usage, *, single: bool = False) -> Verdict | None:
         return volcano_verdict(shape, node_class, usage, self.version)
+
+    def settled(self, cluster: Cluster, shape: PodShape) -> None:
+        """None: Volcano checks resources first, so every refusal's wording depends on usage."""
+        return None
 
 
 def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool) -> tuple[int | None, list[Rejection]]:
@@ -102,9 +145,13 @@ def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool)
     rejections: list[Rejection] = []
     candidates = []
     by_node = shape.mentions_hostname
+    settled = None if by_node else judge.settled(cluster, shape)
     for node_class in cluster.classes:
         if by_node:
             _judge_nodes(cluster, shape, node_class, judge, rejections, candidates)
+            continue
+        if settled is not None and (refusal := settled[node_class.index]) is not None:
+            rejections.append(refusal)  # one refusal for the class: kube-scheduler's message counts nodes
             continue
         for usage, count, first in cluster.groups(node_class.index):
             verdict = judge(shape, node_class, usage)

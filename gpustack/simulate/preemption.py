@@ -18,6 +18,7 @@ names the preemptor `namespace/name` where the cluster would print its UID.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpustack.simulate.cluster import Cluster
@@ -77,8 +78,13 @@ def _rank(item: tuple[int, tuple[Pod, ...]]) -> tuple[int, int, int, int]:
     return (highest, total, len(victims), node)
 
 
-def find_preemption(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> Preemption | None:
-    """The node and victims kube-scheduler's default preemption would pick; None when it finds none."""
+def find_preemption(
+    cluster: Cluster, pod: Pod, rejections: Sequence[Rejection], version: KubeVersion
+) -> Preemption | None:
+    """The node and victims kube-scheduler's default preemption would pick; None when it finds none.
+
+    Only resolvable refusals are tried (`Unplaced.resolvable` holds just those).
+    """
     if pod.preempt_never:
         return None
     candidates: list[tuple[int, tuple[Pod, ...]]] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
@@ -31,6 +32,11 @@ from gpustack.simulate.pods import PodShape
 class Unplaced:
     message: str
     rejections: tuple[Rejection, ...]
+
+    @cached_property
+    def resolvable(self) -> tuple[Rejection, ...]:
+        """The refusals eviction could cure: all that preemption looks at, for every replica refused alike."""
+        return tuple(r for r in self.rejections if not r.verdict.unresolvable)
 
 
 # (id(shape), priority, preempt_never) -> (cluster generation, shape, why it stayed pending then)

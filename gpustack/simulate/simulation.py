@@ -109,7 +109,7 @@ def simulate(
             if not isinstance(result, Unplaced):
                 placed.append((unit, result))
                 continue
-            preemption = find_preemption(cluster, unit, list(result.rejections), version)
+            preemption = find_preemption(cluster, unit, result.resolvable, version)
             if preemption is None:
                 pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
                 continue
