@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +143,25 @@ def test_a_scenario_asking_for_too_many_pods_is_refused(tmp_path: Path) -> None:
     )
     code, _, err = run("simulate", SEED, "--scenario", str(scenario))
     assert code == 1 and "more than 250000 pods" in err
+
+
+@pytest.mark.parametrize("case", ["mixed-reasons-1.35", "toleration-key-1.33", "gang-partial"])
+def test_same_report_across_hash_seeds(case: str) -> None:
+    """Placement memory is keyed by object identity and sets of class indexes: none of it may leak into the
+    report, whatever order a hash seed gives sets and dicts of strings."""
+    args = ["simulate", str(CASES / case / "blueprint.yaml")]
+    if (CASES / case / "scenario.yaml").is_file():
+        args += ["--scenario", str(CASES / case / "scenario.yaml")]
+    reports = [
+        subprocess.run(
+            [sys.executable, "-m", "gpustack", *args, "--output", output],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            check=False,
+        )
+        for seed in ("0", "12345")
+        for output in ("text", "json")
+    ]
+    assert all(r.returncode == 1 for r in reports), [r.stderr for r in reports]  # every case leaves a pod pending
+    assert reports[0].stdout == reports[2].stdout and reports[1].stdout == reports[3].stdout
+    assert b"FailedScheduling" in reports[0].stdout or b"Unschedulable" in reports[0].stdout
