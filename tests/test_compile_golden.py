@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from conftest import BLUEPRINTS, CASES, UPDATE_GOLDEN
 from manifest_schemas import CRD_GROUP_SUFFIXES, newest_version, validate_any
 
 from gpustack.catalog import load_catalog
-from gpustack.cli import group
+from gpustack.cli import group, main
 from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context
@@ -238,6 +239,25 @@ def test_stream_is_one_multi_document_yaml(tmp_path: Path) -> None:
     assert not [d for d in documents if d["kind"] == "Node"]
     assert "not in the stream" in stderr and "gpu-operator/values.yaml" in stderr
     assert "node label and taint patch(es)" in stderr
+
+
+def test_a_stream_that_fails_half_way_prints_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`compile -d - | kubectl apply -f -` must not apply half a cluster when rendering breaks (only a bug can)."""
+    import gpustack.commands.compile as command
+
+    def breaks_after_one(plan: Plan) -> Iterator[str]:
+        yield "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: first\n---\n"
+        raise RuntimeError("rendering broke")
+
+    monkeypatch.setattr(command, "stream_documents", breaks_after_one)
+    with pytest.raises(SystemExit) as stopped:
+        main(["compile", str(BLUEPRINTS / "seed-article.yaml"), "-d", "-"])
+    captured = capsys.readouterr()
+    assert stopped.value.code not in (0, None)
+    assert captured.out == ""
+    assert "internal error: RuntimeError: rendering broke" in captured.err
 
 
 def test_check_of_a_stream_is_a_usage_error() -> None:

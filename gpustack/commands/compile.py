@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -24,6 +25,7 @@ from gpustack.yamlout import LIBYAML, SLOW_WRITER_NOTE
 
 NOTHING_WRITTEN = "nothing written"
 STREAM = "-"
+SPOOL_CHUNK = 1 << 16  # characters per write of the spooled stream
 
 
 @click.command(name="compile")
@@ -84,12 +86,16 @@ def command(
     if not LIBYAML:
         click.echo(SLOW_WRITER_NOTE, err=True)
     if out == STREAM:
-        # Written a document at a time: at fleet size the whole stream, the plan and the validated document held
-        # together were most of compile's memory.
+        # Rendered a document at a time into a file, printed once all are: held in memory, the whole stream, the plan
+        # and the validated document together were most of compile's memory; printed as rendered, a failure half
+        # way (a bug) would leave half a stream for `kubectl apply -f -` to apply.
         left_out = stream_leaves_out(plan)
-        with paused():
+        with paused(), tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
             for text in stream_documents(plan):
-                click.echo(text, nl=False)
+                spool.write(text)
+            spool.seek(0)
+            while chunk := spool.read(SPOOL_CHUNK):
+                click.echo(chunk, nl=False)
         if left_out:
             click.echo(
                 f"gpustack: not in the stream (compile to a directory for them): {'; '.join(left_out)}", err=True
