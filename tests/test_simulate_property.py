@@ -6,9 +6,12 @@ reference scheduler with the same filters, scores and tie-break would.
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpustack.simulate import simulation
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod, Source
 from gpustack.simulate.filters import (
@@ -24,7 +27,8 @@ from gpustack.simulate.inventory import Node
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge
 from gpustack.simulate.pods import NO_SCHEDULE_EFFECTS, PodShape, Requirement, Taint, Term, Toleration
-from gpustack.simulate.scheduler import Refusals, schedule_pod
+from gpustack.simulate.preemption import Preemption, find_preemption
+from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.simulation import simulate
 
 GPU = "nvidia.com/gpu"
@@ -223,3 +227,27 @@ def test_settled_refusals_are_what_the_static_filters_say_of_each_class(
             else:
                 assert refusal is not None
                 assert (refusal.verdict, refusal.count) == (verdict, len(node_class.members))
+
+
+@st.composite
+def running_pods(draw: st.DrawFn, count: int) -> list[tuple[Pod, int]]:
+    """Low-priority pods a snapshot shows bound: the only victims, since the plan's own pods go highest first."""
+    shape = PodShape(requests=((GPU, draw(st.integers(1, 2))),))
+    nodes_used = draw(st.lists(st.integers(0, count - 1), max_size=6))
+    return [(Pod(f"r{i}", "ns", shape, -5, False, Source(None), None, 100 + i), n) for i, n in enumerate(nodes_used)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes(), demands(), st.data())
+def test_one_preemption_dry_run_per_refusal_finds_what_one_per_pod_would(
+    inventory: list[Node], demand: Demand, data: st.DataObject
+) -> None:
+    def every_pod(cluster: Cluster, pod: Pod, refused: Unplaced, version: KubeVersion, _: object) -> Preemption | None:
+        return find_preemption(cluster, pod, refused.rejections, version)
+
+    running = data.draw(running_pods(len(inventory)))
+    remembered = simulate(inventory, demand, (), VERSION, running=running)
+    with patch.object(simulation, "preempt", every_pod):
+        fresh = simulate(inventory, demand, (), VERSION, running=running)
+    for field in ("placed", "pending", "preempted", "nominated"):
+        assert getattr(remembered, field) == getattr(fresh, field), field

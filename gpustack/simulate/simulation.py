@@ -18,7 +18,7 @@ from gpustack.simulate.inventory import Node
 from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
-from gpustack.simulate.preemption import PREEMPTED, carry_out, find_preemption, preempted_message
+from gpustack.simulate.preemption import PREEMPTED, Preemption, carry_out, find_preemption, preempted_message
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
 from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
@@ -103,13 +103,14 @@ def simulate(
                 ledger.release(pod)
     admitted = [p for p in admitted if p.shape.node_name is None]
     refusals: Refusals = {}
+    no_room: NoRoom = {}
     for unit in _queue(admitted, demand):
         if isinstance(unit, Pod):
             result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
             if not isinstance(result, Unplaced):
                 placed.append((unit, result))
                 continue
-            preemption = find_preemption(cluster, unit, result.resolvable, version)
+            preemption = preempt(cluster, unit, result, version, no_room)
             if preemption is None:
                 pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
                 continue
@@ -151,6 +152,22 @@ def simulate(
         tuple(preempted),
         tuple(nominated),
     )
+
+
+# id(refusal) -> the refusal, for those whose preemption dry run found no node (held, so ids stay unique)
+NoRoom = dict[int, Unplaced]
+
+
+def preempt(cluster: Cluster, pod: Pod, refused: Unplaced, version: KubeVersion, no_room: NoRoom) -> Preemption | None:
+    """The preemption for a refused pod, dry-run once per refusal: schedule_pod hands the same refusal to the next
+    replica only while nothing was bound or unbound, and on the same cluster a pod of the same shape and priority finds
+    no node again. Without this, every pending replica of a workload would try every node of its pool."""
+    if no_room.get(id(refused)) is refused:
+        return None
+    preemption = find_preemption(cluster, pod, refused.resolvable, version)
+    if preemption is None:
+        no_room[id(refused)] = refused
+    return preemption
 
 
 def failed_create(pod: Pod, refusal: str) -> str:
