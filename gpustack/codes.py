@@ -101,7 +101,7 @@ CODES: dict[str, str] = {
     NON_STRING_KEY: "a mapping key that is not a string",
     TOO_DEEP: "nested deeper than the depth cap",
     EMPTY_DOCUMENT: "empty document",
-    # cluster snapshots (gpustack.snapshot, gpustack.importer)
+    # cluster snapshots (gpustack.cluster.snapshot, gpustack.cluster.importer)
     SNAPSHOT_MALFORMED: "a cluster snapshot object is malformed",
     SNAPSHOT_UNKNOWN_PRODUCT: "a node's GPU product is not in the catalog",
     SNAPSHOT_NO_PRODUCT_LABEL: "a GPU node without a nvidia.com/gpu.product label",

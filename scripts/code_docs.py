@@ -32,7 +32,7 @@ STAGES = {
     "0": ("loading the YAML", "gpustack/load.py"),
     "02": (
         "reading a cluster snapshot (`import`, `drift`, `simulate --cluster`)",
-        "gpustack/snapshot.py, gpustack/importer.py",
+        "gpustack/cluster/snapshot.py, gpustack/cluster/importer.py",
     ),
     "1": ("the blueprint's shape (JSON Schema)", "gpustack/schema.py, gpustack/data/blueprint.schema.json"),
     "2": ("names and references", "gpustack/checks/references.py"),
@@ -98,8 +98,8 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
 
 def _import_examples() -> Iterator[tuple[str, str, str, str]]:
     """GS020-GS023 come from `gpustack import SNAPSHOT`, on the snapshots under tests/cases/import."""
-    from gpustack.importer import import_snapshot
-    from gpustack.snapshot import read_snapshot
+    from gpustack.cluster.importer import import_snapshot
+    from gpustack.cluster.snapshot import read_snapshot
 
     for case in sorted((REPO / "tests" / "cases" / "import").rglob("*.yaml")):
         file = case.relative_to(REPO).as_posix()

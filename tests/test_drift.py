@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from cluster_from import snapshot_data
 
 from gpustack.cli import group
-from gpustack.drift import compare, format_markdown, format_text, report_data
-from gpustack.snapshot import parse_snapshot
+from gpustack.cluster.drift import compare, format_markdown, format_text, report_data
+from gpustack.cluster.snapshot import parse_snapshot
 from gpustack.validation import validate_path
 from gpustack.yamlout import dump_yaml
 

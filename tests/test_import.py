@@ -10,6 +10,8 @@ from cluster_from import snapshot_text
 
 from gpustack.build import build_blueprint
 from gpustack.cli import group
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.snapshot import parse_snapshot, read_snapshot
 from gpustack.codes import (
     GPU_TAINT_ON_DEDICATED_POOL,
     SNAPSHOT_MALFORMED,
@@ -18,9 +20,7 @@ from gpustack.codes import (
     SNAPSHOT_UNKNOWN_PRODUCT,
 )
 from gpustack.compile import compile_blueprint
-from gpustack.importer import import_snapshot
 from gpustack.load import parse_document
-from gpustack.snapshot import parse_snapshot, read_snapshot
 from gpustack.validation import validate_path, validate_text
 
 CASES = Path(__file__).parent / "cases" / "import"

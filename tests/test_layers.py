@@ -41,7 +41,7 @@ def test_every_import_follows_the_layers() -> None:
 def test_every_module_has_a_layer() -> None:
     """A new module must be placed in the stack (exhaustive), so the order covers all of gpustack."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    [layers] = [c for c in config["contracts"] if c["type"] == "layers"]
+    [layers] = [c for c in config["contracts"] if c["type"] == "layers" and c["id"] == "layers"]
     assert layers["exhaustive"] is True and layers["containers"] == ["gpustack"]
     named = {name.strip().strip("()") for layer in layers["layers"] for name in layer.split(":")}
     assert {"load", "schema", "build", "checks", "compile", "validation", "commands", "cli"} <= named
@@ -74,10 +74,29 @@ def test_review_reading_a_rule_breaks_the_contract(tmp_path: Path) -> None:
 def test_architecture_md_shows_the_contract_s_layers() -> None:
     """The layer table in ARCHITECTURE.md is the contract, top to bottom, so the picture cannot drift from it."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    [layers] = [c for c in config["contracts"] if c["type"] == "layers"]
+    [layers] = [c for c in config["contracts"] if c["type"] == "layers" and c["id"] == "layers"]
     contract = [{name.strip().strip("()") for name in layer.split(":")} for layer in layers["layers"]]
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
     table = text.split("## Layers", 1)[1].split("| layer (top to bottom) |", 1)[1].split("\n\n", 1)[0]
     rows = [line.split("|")[2] for line in table.splitlines()[2:] if line.startswith("|")]
     documented = [{name.strip(" `/") for name in row.split(",")} for row in rows]
     assert documented == contract
+
+
+def test_the_cluster_folder_is_layered_too() -> None:
+    """cluster/ is left out of the package-wide contract as a folder, so its own contract must name every module."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [cluster] = [c for c in config["contracts"] if c["id"] == "cluster-layers"]
+    assert cluster["exhaustive"] is True and cluster["containers"] == ["gpustack.cluster"]
+    named = {name.strip() for layer in cluster["layers"] for name in layer.split(":")}
+    modules = {path.stem for path in (REPO / "gpustack" / "cluster").glob("*.py") if path.stem != "__init__"}
+    assert named == modules
+
+
+def test_drift_reaching_up_to_import_breaks_the_cluster_contract(tmp_path: Path) -> None:
+    root = copy_of_package(tmp_path)
+    module = root / "gpustack" / "cluster" / "snapshot.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\nfrom gpustack.cluster import drift  # noqa\n")
+    result = lint_imports(root)
+    assert result.returncode == 1
+    assert "gpustack.cluster.snapshot -> gpustack.cluster.drift" in result.stdout

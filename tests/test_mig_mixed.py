@@ -18,17 +18,17 @@ from conftest import BLUEPRINTS
 from upstream_rules import device_plugin_config_errors, mig_parted_config_errors
 
 from gpustack.capacity import measure_capacity
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.snapshot import parse_snapshot
 from gpustack.compile import compile_blueprint
 from gpustack.compile.device_plugin import build_config, device_plugin_config_key
 from gpustack.compile.gpu_operator import build_values
 from gpustack.compile.mig import build_mig_parted_config
 from gpustack.compile.nodes import node_labels
 from gpustack.dra import pool_classes
-from gpustack.importer import import_snapshot
 from gpustack.offers import Isolation
 from gpustack.simulate.inventory import gfd_labels
 from gpustack.sizing import size_pod
-from gpustack.snapshot import parse_snapshot
 from gpustack.validation import validate_path, validate_text
 from gpustack.workloads import compile_workloads
 from gpustack.yamlout import dump_yaml

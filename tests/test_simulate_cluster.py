@@ -136,7 +136,7 @@ CLUSTER = Path(__file__).parent / "cases" / "simulate-cluster"
 
 
 def on_cluster(blueprint: Blueprint, scenario: bool = False) -> Simulation:
-    from gpustack.snapshot import read_snapshot
+    from gpustack.cluster.snapshot import read_snapshot
 
     text = (CLUSTER / "scenario.yaml").read_text() if scenario else None
     return simulate(blueprint, text, snapshot=read_snapshot(str(CLUSTER / "cluster.yaml")))
@@ -170,8 +170,8 @@ def test_bound_pods_keep_their_nodes_and_lower_priority_ones_are_preempted(multi
 
 
 def test_preemption_wording_follows_the_version(multi_tenant: Blueprint) -> None:
+    from gpustack.cluster.snapshot import read_snapshot
     from gpustack.simulate.messages import KubeVersion
-    from gpustack.snapshot import read_snapshot
 
     loaded = read_snapshot(str(CLUSTER / "cluster.yaml"))
     simulation = simulate(multi_tenant, None, version=KubeVersion.parse("1.35"), snapshot=loaded)

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from gpustack.cluster.drift import compare
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.snapshot import snapshot_from
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
-from gpustack.drift import compare
-from gpustack.importer import import_snapshot
 from gpustack.load import parse_document, read_document
 from gpustack.simulate import run_simulation
-from gpustack.snapshot import snapshot_from
 from gpustack.validation import validate_path
 from gpustack.yamlout import dump_yaml
 

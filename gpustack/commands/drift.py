@@ -7,11 +7,11 @@ import sys
 
 import click
 
+from gpustack.cluster.drift import compare, format_markdown, format_text, report_data
+from gpustack.cluster.snapshot import read_snapshot
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
 from gpustack.diagnostic import DiagnosticError
-from gpustack.drift import compare, format_markdown, format_text, report_data
-from gpustack.snapshot import read_snapshot
 from gpustack.validation import Validation, validate_path
 
 NOTHING_COMPARED = "nothing compared"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import click
 
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
 from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, sort_diagnostics
-from gpustack.importer import import_snapshot
 from gpustack.report import SourceLine, format_text
-from gpustack.snapshot import Snapshot, read_snapshot
 from gpustack.validation import Validation, source_lines, validate_text
 
 
@@ -62,7 +62,7 @@ def command(snapshot: str, out: str | None, name: str | None) -> None:
     Exit 0 when written, 1 when the snapshot is invalid or yields no valid blueprint.
     """
     try:
-        loaded: Snapshot = read_snapshot(snapshot)
+        loaded: ClusterSnapshot = read_snapshot(snapshot)
     except DiagnosticError as error:
         _report(error.diagnostics, source_lines([Validation(snapshot, None, None, error.diagnostics)]))
         click.echo(f"{snapshot}: not a readable cluster snapshot; nothing written", err=True)

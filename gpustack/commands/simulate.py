@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import echo_diagnostics, stop_invalid
 from gpustack.compile import compile_blueprint
@@ -18,7 +19,6 @@ from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import Scenario, scenario_from
-from gpustack.snapshot import Snapshot, read_snapshot
 from gpustack.validation import Validation, document_locator, validate_path
 
 NOTHING_SIMULATED = "nothing simulated"
@@ -79,7 +79,7 @@ def command(
             loaded = scenario_from(read_document(scenario), valid)
         except DiagnosticError as error:
             stop_invalid([Validation(scenario, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
-    snapshot: Snapshot | None = None
+    snapshot: ClusterSnapshot | None = None
     if cluster is not None:
         try:
             snapshot = read_snapshot(cluster)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog
+from gpustack.cluster.snapshot import ClusterSnapshot
 from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.model import Blueprint
@@ -34,7 +35,6 @@ from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.quota import quotas_from
 from gpustack.simulate.scenario import Scenario
 from gpustack.simulate.simulation import Outcome, simulate
-from gpustack.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def run_simulation(
     scenario: Scenario | None = None,
     version: KubeVersion | None = None,
     catalog: Catalog | None = None,
-    snapshot: Snapshot | None = None,
+    snapshot: ClusterSnapshot | None = None,
 ) -> Simulation:
     """`snapshot`: start from a running cluster (its nodes, bound pods, cordons, priority classes, quotas)."""
     context = Context(blueprint, catalog or load_catalog())

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotPod
 from gpustack.simulate.demand import Pod, PriorityClass, Source
 from gpustack.simulate.inventory import HOSTNAME, Node
 from gpustack.simulate.pods import CPU, MEMORY, PODS, PodShape, Taint, amount
-from gpustack.snapshot import Snapshot, SnapshotNode, SnapshotPod
 
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the cordon's own taint: `unschedulable` stands for it
 RUNNING = "running"  # the raw-pod name running pods carry, for reports
@@ -37,7 +37,7 @@ def _taints(node: SnapshotNode) -> tuple[Taint, ...]:
     return tuple(Taint(t.key, t.value, t.effect) for t in node.taints if t.key != UNSCHEDULABLE_TAINT_KEY)
 
 
-def merge_nodes(nodes: Sequence[Node], snapshot: Snapshot) -> tuple[Node, ...]:
+def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> tuple[Node, ...]:
     """The blueprint's nodes with the cluster's cordons, sizes and foreign taints; then every other node."""
     listed = {node.name for node in nodes}
     merged = []
@@ -72,7 +72,7 @@ def _running_pod(pod: SnapshotPod, classes: Mapping[str, PriorityClass], order: 
 
 
 def running_pods(
-    snapshot: Snapshot, nodes: Sequence[Node], classes: Mapping[str, PriorityClass]
+    snapshot: ClusterSnapshot, nodes: Sequence[Node], classes: Mapping[str, PriorityClass]
 ) -> list[tuple[Pod, int]]:
     """Every pod the snapshot shows bound to a node of the simulation and not finished, with its node index."""
     index = {node.name: i for i, node in enumerate(nodes)}
@@ -83,7 +83,7 @@ def running_pods(
     return out
 
 
-def extra_objects(snapshot: Snapshot, compiled: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def extra_objects(snapshot: ClusterSnapshot, compiled: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The snapshot's PriorityClasses and ResourceQuotas as objects, where the plan has none of that name."""
     taken = {
         (str(o.get("kind")), str(o["metadata"].get("namespace")), str(o["metadata"]["name"]))

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpustack.cluster.snapshot import ClusterSnapshot
 from gpustack.dra import CLASS_SUFFIX, load_facts
 from gpustack.model import PRIORITY_VALUES
 from gpustack.names import POOL_LABEL, TENANT_LABEL, priority_class_name
 from gpustack.quantity import parse_quantity
-from gpustack.snapshot import Snapshot
 
 SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
 SYSTEM_NAMESPACES = frozenset({"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system"})
@@ -33,7 +33,7 @@ def _is_tenant_namespace(name: str) -> bool:
 
 
 def infer_tenants(
-    snapshot: Snapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
+    snapshot: ClusterSnapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one.
 
@@ -123,7 +123,7 @@ def infer_tenants(
     return tenants, notes
 
 
-def _device_quotas(snapshot: Snapshot, pool_nodes: dict[str, set[str]]) -> dict[str, dict[tuple[str, str], int]]:
+def _device_quotas(snapshot: ClusterSnapshot, pool_nodes: dict[str, set[str]]) -> dict[str, dict[tuple[str, str], int]]:
     """namespace -> (imported pool, unit) -> devices, from gpustack's DRA device-class quotas above 0."""
     suffix = f".{CLASS_SUFFIX}{load_facts().quota_suffix}"
     # The class names the pool as gpustack called it; the nodes' pool label says which imported pool that is.
@@ -148,12 +148,12 @@ def _device_quotas(snapshot: Snapshot, pool_nodes: dict[str, set[str]]) -> dict[
     return out
 
 
-def _pools_in_use(snapshot: Snapshot, namespaces: list[str], pool_nodes: dict[str, set[str]]) -> set[str]:
+def _pools_in_use(snapshot: ClusterSnapshot, namespaces: list[str], pool_nodes: dict[str, set[str]]) -> set[str]:
     nodes = {pod.node_name for pod in snapshot.pods if pod.namespace in namespaces and pod.holds_resources}
     return {pool for pool, members in pool_nodes.items() if members & nodes}
 
 
-def _priority(snapshot: Snapshot, namespaces: list[str]) -> str | None:
+def _priority(snapshot: ClusterSnapshot, namespaces: list[str]) -> str | None:
     """The tenant's level where its pods all run at one gpustack-<level> PriorityClass (as gpustack compiles them)."""
     prefix = priority_class_name("")
     levels = {

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.catalog import load_catalog
-from gpustack.cluster_labels import PRODUCT, is_gpu_node, user_taints
+from gpustack.cluster.labels import PRODUCT, is_gpu_node, user_taints
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotTaint
 from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Taint
 from gpustack.names import MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX, pool_offers
 from gpustack.selection import describe_selection, selects
-from gpustack.snapshot import Snapshot, SnapshotNode, SnapshotTaint
 from gpustack.taints import taint_text
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -155,7 +155,7 @@ def _scheduling(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Differ
     return out
 
 
-def pool_nodes(pool: NodePool, snapshot: Snapshot) -> tuple[str, ...]:
+def pool_nodes(pool: NodePool, snapshot: ClusterSnapshot) -> tuple[str, ...]:
     """The nodes that are the pool's: a static pool's names, or the snapshot's nodes its selector matches."""
     if pool.selector is None:
         return pool.nodes
@@ -176,7 +176,7 @@ def _size(pool: NodePool, found: int) -> list[Difference]:
     return [Difference("", "node-count", describe_selection(pool), expected, str(found), message)]
 
 
-def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
+def _pool_drift(ctx: Context, pool: NodePool, snapshot: ClusterSnapshot) -> PoolDrift:
     names = pool_nodes(pool, snapshot)
     differences: list[Difference] = _size(pool, len(names))
     for name in names:
@@ -190,7 +190,7 @@ def _pool_drift(ctx: Context, pool: NodePool, snapshot: Snapshot) -> PoolDrift:
     return PoolDrift(pool.name, names, tuple(differences))
 
 
-def _extra_nodes(blueprint: Blueprint, snapshot: Snapshot) -> list[Difference]:
+def _extra_nodes(blueprint: Blueprint, snapshot: ClusterSnapshot) -> list[Difference]:
     known = {node for pool in blueprint.pools for node in pool_nodes(pool, snapshot)}
     out = []
     for node in snapshot.nodes:
@@ -208,7 +208,7 @@ def _extra_nodes(blueprint: Blueprint, snapshot: Snapshot) -> list[Difference]:
     return out
 
 
-def compare(blueprint: Blueprint, snapshot: Snapshot, blueprint_file: str) -> Drift:
+def compare(blueprint: Blueprint, snapshot: ClusterSnapshot, blueprint_file: str) -> Drift:
     ctx = Context(blueprint, load_catalog())
     pools = tuple(_pool_drift(ctx, pool, snapshot) for pool in blueprint.pools)
     return Drift(blueprint_file, snapshot.file, pools, tuple(_extra_nodes(blueprint, snapshot)))

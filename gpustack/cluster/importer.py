@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
-from gpustack.cluster_labels import (
+from gpustack.cluster.labels import (
     CLOUD_POOL_LABELS,
     COUNT,
     GPU_RESOURCE,
@@ -30,12 +30,12 @@ from gpustack.cluster_labels import (
     is_system_label,
     user_taints,
 )
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, embedded_yaml
+from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.import_tenants import dns_label, infer_tenants
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, OPERATOR_DEVICE_PLUGIN_LABEL
 from gpustack.quantity import parse_quantity
-from gpustack.snapshot import Snapshot, SnapshotNode, embedded_yaml
 from gpustack.yamlout import dump_yaml
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -78,7 +78,7 @@ class Import:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def _device_plugin_configs(snapshot: Snapshot) -> dict[str, Mapping[str, Any]]:
+def _device_plugin_configs(snapshot: ClusterSnapshot) -> dict[str, Mapping[str, Any]]:
     """Config key -> device plugin config, from any ConfigMap whose entries read as one (version v1 + sharing/flags)."""
     found: dict[str, Mapping[str, Any]] = {}
     for config_map in snapshot.config_maps:
@@ -89,7 +89,7 @@ def _device_plugin_configs(snapshot: Snapshot) -> dict[str, Mapping[str, Any]]:
     return found
 
 
-def _mig_parted_configs(snapshot: Snapshot) -> dict[str, list[Any]]:
+def _mig_parted_configs(snapshot: ClusterSnapshot) -> dict[str, list[Any]]:
     """mig-parted config name -> its entries, from any ConfigMap holding a mig-parted spec."""
     found: dict[str, list[Any]] = {}
     for config_map in snapshot.config_maps:
@@ -393,7 +393,7 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
     return data
 
 
-def _kubernetes_version(snapshot: Snapshot) -> tuple[str, str | None]:
+def _kubernetes_version(snapshot: ClusterSnapshot) -> tuple[str, str | None]:
     minors = sorted(
         (int(m[1]), int(m[2]))
         for node in snapshot.nodes
@@ -425,7 +425,7 @@ def _stack_guess(pools: list[_Pool], catalog: Catalog) -> str | None:
     )
 
 
-def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = None) -> Import:
+def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | None = None) -> Import:
     """The blueprint a snapshot implies, with `# guessed:` comments and GS021/GS022 diagnostics."""
     catalog = catalog if catalog is not None else load_catalog()
     plugin_configs, parted = _device_plugin_configs(snapshot), _mig_parted_configs(snapshot)
@@ -475,7 +475,7 @@ def import_snapshot(snapshot: Snapshot, name: str, catalog: Catalog | None = Non
     return Import(text, data, tuple(diagnostics))
 
 
-def _pool_diagnostics(pool: _Pool, snapshot: Snapshot, catalog: Catalog) -> list[Diagnostic]:
+def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) -> list[Diagnostic]:
     node = pool.nodes[0]
     names = ", ".join(n.name for n in pool.nodes)
     if pool.unknown:
@@ -519,7 +519,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: Snapshot, catalog: Catalog) -> list
     return []
 
 
-def _diagnostic(code: str, message: str, snapshot: Snapshot, path: Any, hint: str) -> Diagnostic:
+def _diagnostic(code: str, message: str, snapshot: ClusterSnapshot, path: Any, hint: str) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, snapshot.span(tuple(path)), tuple(path), hint)
 
 

@@ -6,8 +6,8 @@ or taint that Kubernetes, a cloud, an autoscaler, NFD/GFD or gpustack itself wri
 
 from __future__ import annotations
 
+from gpustack.cluster.snapshot import SnapshotNode, SnapshotTaint
 from gpustack.names import HAMI_NODE_LABELS, POOL_LABEL
-from gpustack.snapshot import SnapshotNode, SnapshotTaint
 
 PRODUCT = "nvidia.com/gpu.product"
 COUNT = "nvidia.com/gpu.count"

@@ -97,7 +97,7 @@ class SnapshotConfigMap:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class ClusterSnapshot:
     file: str
     nodes: tuple[SnapshotNode, ...]
     pods: tuple[SnapshotPod, ...]
@@ -351,7 +351,7 @@ def _config_map(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Sna
     return SnapshotConfigMap(named[0], named[1] or "default", data, path)
 
 
-def snapshot_from(document: Document) -> Snapshot:
+def snapshot_from(document: Document) -> ClusterSnapshot:
     """The records of a loaded snapshot. Raises DiagnosticError (GS020) when an object is malformed."""
     reader = _Reader(document)
     found: dict[str, list[Any]] = {kind: [] for kind in KINDS}
@@ -371,7 +371,7 @@ def snapshot_from(document: Document) -> Snapshot:
                 found[kind].append(record)
     if reader.problems:
         raise DiagnosticError(reader.problems)
-    return Snapshot(
+    return ClusterSnapshot(
         file=document.file,
         nodes=tuple(sorted(found["Node"], key=lambda n: n.name)),
         pods=tuple(found["Pod"]),
@@ -383,12 +383,12 @@ def snapshot_from(document: Document) -> Snapshot:
     )
 
 
-def read_snapshot(path: str) -> Snapshot:
+def read_snapshot(path: str) -> ClusterSnapshot:
     """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
     return snapshot_from(read_document(path))
 
 
-def parse_snapshot(text: str, file: str) -> Snapshot:
+def parse_snapshot(text: str, file: str) -> ClusterSnapshot:
     return snapshot_from(parse_document(text, file))
 
 
