@@ -17,7 +17,7 @@ from gpustack.context import Context
 from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name, offer_for
-from gpustack.quantity import format_gib
+from gpustack.quantity import format_gib, json_number
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
@@ -313,13 +313,6 @@ def _gang_warnings(context: Context) -> list[tuple[str, str]]:
 # --- report ------------------------------------------------------------------------------------
 
 
-def _number(value: Decimal | None, places: str = "0.01") -> int | float | None:
-    if value is None:
-        return None
-    rounded = value.quantize(Decimal(places)).normalize()
-    return int(rounded) if rounded == rounded.to_integral_value() else float(rounded)
-
-
 def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
     return {
         "blueprint": capacity.blueprint,
@@ -338,8 +331,8 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                         "resource": unit.resource,
                         "perNode": unit.per_node,
                         "total": unit.total,
-                        "memoryGB": _number(unit.memory_gb),
-                        "computeShare": _number(unit.compute, "0.001"),
+                        "memoryGB": json_number(unit.memory_gb, "0.01"),
+                        "computeShare": json_number(unit.compute, "0.001"),
                         "isolation": str(unit.isolation),
                         "isolationText": ISOLATION_WORDS[unit.isolation],
                         "profile": unit.profile,

@@ -14,8 +14,8 @@ from enum import StrEnum
 from typing import TypeVar
 
 from gpustack.context import Context
+from gpustack.mig import index_ranges
 from gpustack.model import Blueprint, NodePool, SharingStrategy, Tenant, Workload
-from gpustack.review.layouts import index_ranges
 from gpustack.selection import describe_selection
 from gpustack.taints import taint_text
 

@@ -12,7 +12,7 @@ import difflib
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from gpustack.catalog import MigGeometry, MigProfile
@@ -40,6 +40,28 @@ class LayoutCheck:
 
 
 Counts = tuple[tuple[MigProfile, int], ...]  # profile -> instances, in the geometry's profile order
+
+
+def layout_text(instances: Mapping[str, int]) -> str:
+    """A layout as a blueprint writes it, in flow style: {3g.40gb: 2, 1g.10gb: 1}."""
+    return "{" + ", ".join(f"{profile}: {count}" for profile, count in instances.items()) + "}"
+
+
+def index_ranges(indexes: Iterable[int]) -> str:
+    """GPU indexes as ranges: [0, 1, 2, 3, 6] -> '0-3, 6'."""
+    ordered = sorted(set(indexes))
+    parts: list[str] = []
+    start = previous = None
+    for index in ordered:
+        if previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = index
+    if start is not None:
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+    return ", ".join(parts)
 
 
 def resource_name(profile: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
+from typing import overload
 
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -71,3 +72,25 @@ def format_gib(amount: Decimal) -> str:
     """Bytes as GiB, trimmed: 25769803776 -> '24 GiB'."""
     gib = (amount / GIB).quantize(Decimal("0.01")).normalize()
     return f"{gib:f} GiB"
+
+
+@overload
+def json_number(value: Decimal | float, places: str | None = None) -> int | float: ...
+
+
+@overload
+def json_number(value: None, places: str | None = None) -> None: ...
+
+
+def json_number(value: Decimal | float | None, places: str | None = None) -> int | float | None:
+    """A number for a JSON or YAML document: an int when whole (1.0 is written 1), else a float; rounded to
+    `places` ("0.01") when given.
+
+    JSON has no decimal type, and `1.0` where a reader expects `1` makes needless diffs between runs of a report.
+    """
+    if value is None:
+        return None
+    exact = Decimal(str(value)) if isinstance(value, float) else value
+    if places is not None:
+        exact = exact.quantize(Decimal(places)).normalize()
+    return int(exact) if exact == exact.to_integral_value() else float(exact)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from gpustack.diagnostic import Diagnostic, Severity, sort_diagnostics
 from gpustack.model import Blueprint
 from gpustack.names import FIELD_MANAGER
 from gpustack.plan import HelmRelease, Manifest, Object, Plan
+from gpustack.quantity import json_number
 from gpustack.report import SourceLine, format_text
 from gpustack.selection import describe_selection
 from gpustack.validation import source_lines, validate_path
@@ -216,12 +216,6 @@ def load_blueprint(blueprint: str | os.PathLike[str] | Blueprint) -> LoadedBluep
     return LoadedBlueprint(validation.blueprint, diagnostics, source_line)
 
 
-def _number(value: Decimal | None) -> int | float | None:
-    if value is None:
-        return None
-    return int(value) if value == value.to_integral_value() else float(value)
-
-
 def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]:
     """Per pool: the GPU, the nodes, and each advertised resource with its capacity and isolation."""
     context = Context(blueprint, catalog)
@@ -247,7 +241,7 @@ def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]
                         "nodes": nodes,
                         "total": offer.per_node * nodes,
                         "isolation": str(offer.isolation),
-                        "memoryGiB": _number(offer.memory_gib),
+                        "memoryGiB": json_number(offer.memory_gib),
                         "sharedBy": offer.shared_by,
                         **({"profile": offer.profile} if offer.profile is not None else {}),
                     }

@@ -6,11 +6,11 @@ from decimal import Decimal
 
 from conftest import CASES
 
+from gpustack.mig import index_ranges
 from gpustack.plan import Artifact, HelmRelease, Manifest, Plan
 from gpustack.review.capacity import Pair, capacity_deltas
 from gpustack.review.changes import FieldChange, Kind, Status, blueprint_changes, field_changes
 from gpustack.review.formatting import change, show, summary, table
-from gpustack.review.layouts import index_ranges
 from gpustack.review.manifests import manifest_changes, unified_diff
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import validate_path

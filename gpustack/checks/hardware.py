@@ -14,12 +14,8 @@ from gpustack.codes import (
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.mig import check_layout, nearest_valid_layouts
+from gpustack.mig import check_layout, layout_text, nearest_valid_layouts
 from gpustack.model import MigStrategy, NodePool, SharingStrategy
-
-
-def _layout_text(layout: dict[str, int]) -> str:
-    return "{" + ", ".join(f"{profile}: {count}" for profile, count in layout.items()) + "}"
 
 
 def _some(items: Iterator[int] | list[int], shown: int = 10) -> str:
@@ -83,12 +79,12 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 continue
             nearest = nearest_valid_layouts(model.mig, layout)
             hint = (
-                "valid layouts close to this one: " + "; ".join(_layout_text(n) for n in nearest) if nearest else None
+                "valid layouts close to this one: " + "; ".join(layout_text(n) for n in nearest) if nearest else None
             )
             yield ctx.error(
                 MIG_LAYOUT_IMPOSSIBLE,
                 group.path,
-                f"MIG layout {_layout_text(layout)} cannot be made on {model.key}: " + "; ".join(result.problems),
+                f"MIG layout {layout_text(layout)} cannot be made on {model.key}: " + "; ".join(result.problems),
                 hint,
             )
         yield from _check_groups(ctx, pool)

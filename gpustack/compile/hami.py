@@ -18,6 +18,7 @@ from gpustack.context import Context
 from gpustack.model import HamiSharing, NodePool, SharingStrategy
 from gpustack.names import HAMI_NODE_LABELS
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Object
+from gpustack.quantity import json_number
 
 RELEASE_NAME = "hami"
 CHART_NAME = "hami"
@@ -49,11 +50,6 @@ def hami_pools(ctx: Context) -> list[NodePool]:
     return [pool for pool in ctx.blueprint.pools if pool.sharing.strategy is SharingStrategy.HAMI]
 
 
-def _number(value: float) -> int | float:
-    # 1.0 is written 1, as the chart's own values.yaml writes it.
-    return int(value) if value == int(value) else value
-
-
 def build_values(ctx: Context) -> Object:
     pools = hami_pools(ctx)
     # GS409 makes every HAMi pool agree; the first one speaks for all.
@@ -63,8 +59,9 @@ def build_values(ctx: Context) -> Object:
         "scheduler": {"forceOverwriteDefaultScheduler": False},
         "devicePlugin": {
             "deviceSplitCount": sharing.split_count,
-            "deviceMemoryScaling": _number(sharing.memory_scaling),
-            "deviceCoreScaling": _number(sharing.core_scaling),
+            # 1.0 is written 1, as the chart's own values.yaml writes it.
+            "deviceMemoryScaling": json_number(sharing.memory_scaling),
+            "deviceCoreScaling": json_number(sharing.core_scaling),
             "nvidiaNodeSelector": dict(HAMI_NODE_LABELS),
             # The chart's default (nvidia.com/gpu) and the HAMi pools' taints, or the plugin never starts there.
             "tolerations": build_tolerations(pools),

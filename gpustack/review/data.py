@@ -5,22 +5,16 @@ One structure for all three outputs keeps them saying the same thing.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from gpustack.capacity import Unit
 from gpustack.graph import Graph, blueprint_graph, compare_graphs, render_mermaid
+from gpustack.quantity import json_number
 from gpustack.review.capacity import Pair, PoolChange, TenantChange
 from gpustack.review.changes import EntityChange, Kind, Status
 from gpustack.review.review import Review
 from gpustack.review.risk import Risk, count_by_severity
 from gpustack.review.snapshot import Snapshot
-
-
-def _number(value: Decimal | None) -> int | float | None:
-    if value is None:
-        return None
-    return int(value) if value == value.to_integral_value() else float(value)
 
 
 def _pair(pair: Pair[Any]) -> dict[str, Any]:
@@ -35,7 +29,7 @@ def _memory(units: Unit) -> dict[str, Any] | None:
     """Memory one unit can use. MIG units are named by the profile's GB; any other unit is a share of GiB."""
     if units.memory_gb is None:
         return None
-    return {"value": _number(units.memory_gb), "unit": "GB" if units.profile is not None else "GiB"}
+    return {"value": json_number(units.memory_gb), "unit": "GB" if units.profile is not None else "GiB"}
 
 
 def _units(units: Unit | None) -> dict[str, Any] | None:

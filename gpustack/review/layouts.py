@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
+from gpustack.mig import layout_text
 from gpustack.model import NodePool, SharingStrategy
 
 MIG_OFF = "MIG off"
 MIG_EMPTY = "MIG on, no instances"
 
 GpuState = tuple[tuple[str, int], ...] | str  # sorted profile counts, or one of the two words above
-
-
-def layout_text(instances: Mapping[str, int]) -> str:
-    return "{" + ", ".join(f"{profile}: {count}" for profile, count in instances.items()) + "}"
 
 
 def gpu_states(pool: NodePool) -> dict[int, tuple[GpuState, str]]:
@@ -31,20 +26,3 @@ def gpu_states(pool: NodePool) -> dict[int, tuple[GpuState, str]]:
             cut = (tuple(sorted(instances.items())), layout_text(instances))
             states[index] = (MIG_OFF, MIG_OFF) if group.whole else cut
     return states
-
-
-def index_ranges(indexes: Iterable[int]) -> str:
-    """[0, 1, 2, 3, 6] -> '0-3, 6'."""
-    ordered = sorted(set(indexes))
-    parts: list[str] = []
-    start = previous = None
-    for index in ordered:
-        if previous is not None and index == previous + 1:
-            previous = index
-            continue
-        if start is not None:
-            parts.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = index
-    if start is not None:
-        parts.append(str(start) if start == previous else f"{start}-{previous}")
-    return ", ".join(parts)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from gpustack.mig import index_ranges
 from gpustack.model import NodePool, SharingStrategy, Stack
 from gpustack.offers import Isolation
 from gpustack.quantity import GIB, format_gib, parse_quantity
-from gpustack.review.layouts import MIG_OFF, GpuState, gpu_states, index_ranges
+from gpustack.review.layouts import MIG_OFF, GpuState, gpu_states
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.scheduling import naming, naming_text
 from gpustack.review.risks.wording import plural, quoted, sorted_names
