@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from gpustack.schema import _holds, _lookup, _passes_leaf, _validator, load_schema
+from gpustack.schema_fast import holds, load_schema, lookup, passes_leaf, shape_validator
 
 
 def subschemas(node: Any) -> Iterator[dict[str, Any]]:
@@ -23,7 +23,7 @@ def subschemas(node: Any) -> Iterator[dict[str, Any]]:
             yield from subschemas(value)
 
 
-LEAVES = [s for s in subschemas(load_schema()) if _passes_leaf(s, "x") or _passes_leaf(s, 1) or "pattern" in s]
+LEAVES = [s for s in subschemas(load_schema()) if passes_leaf(s, "x") or passes_leaf(s, 1) or "pattern" in s]
 VALUES = (
     st.none()
     | st.booleans()
@@ -37,7 +37,7 @@ VALUES = (
 
 def reference_accepts(schema: dict[str, Any], value: Any) -> bool:
     if "$ref" in schema:  # resolve against the whole schema, as check_shape does
-        target = _lookup(schema["$ref"]).contents
+        target = lookup(schema["$ref"]).contents
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         return reference_accepts(target, value) and Draft202012Validator(rest).is_valid(value)
     return bool(Draft202012Validator(schema, format_checker=None).is_valid(value))
@@ -52,7 +52,7 @@ def test_the_schema_has_leaves_worth_a_fast_path() -> None:
 @given(value=VALUES)
 def test_a_value_the_fast_path_passes_is_valid_to_jsonschema(index: int, value: Any) -> None:
     schema = LEAVES[index]
-    if _passes_leaf(schema, value):
+    if passes_leaf(schema, value):
         assert reference_accepts(schema, value), (schema, value)
 
 
@@ -60,8 +60,8 @@ def test_a_value_the_fast_path_passes_is_valid_to_jsonschema(index: int, value: 
 def test_values_jsonschema_refuses_are_still_reported(value: Any) -> None:
     # A node name: the fast path lets none of these through, so jsonschema words the error.
     nodes = load_schema()["$defs"]["nodePool"]["properties"]["nodes"]
-    assert not _passes_leaf(nodes["items"], value)
-    assert list(_validator().evolve(schema=nodes).iter_errors([value]))
+    assert not passes_leaf(nodes["items"], value)
+    assert list(shape_validator().evolve(schema=nodes).iter_errors([value]))
 
 
 # --- the `if` fast path ------------------------------------------------------------------------
@@ -79,13 +79,13 @@ INSTANCES = st.dictionaries(CONDITION_KEYS, CONDITION_VALUES, max_size=4) | COND
 def test_every_condition_in_the_schema_is_decided_without_jsonschema() -> None:
     assert len(CONDITIONS) >= 10
     for condition in CONDITIONS:
-        assert _holds(condition, {}) is not None, condition
+        assert holds(condition, {}) is not None, condition
 
 
 @settings(max_examples=600, deadline=None)
 @given(st.sampled_from(CONDITIONS), INSTANCES)
 def test_a_decided_condition_is_what_jsonschema_decides(condition: dict[str, Any], instance: Any) -> None:
-    decided = _holds(condition, instance)
+    decided = holds(condition, instance)
     assert decided is not None
     assert decided == Draft202012Validator(condition).is_valid(instance), (condition, instance)
 
@@ -96,4 +96,4 @@ def test_a_decided_condition_is_what_jsonschema_decides(condition: dict[str, Any
     ids=["non-string const", "pattern", "other keyword", "boolean schema"],
 )
 def test_other_conditions_are_left_to_jsonschema(condition: Any) -> None:
-    assert _holds(condition, {"a": 1}) is None
+    assert holds(condition, {"a": 1}) is None
