@@ -107,7 +107,11 @@ def test_terminal_escapes_in_a_description_never_reach_the_terminal(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
-    "label", ["kubernetes.io/hostname", "kubernetes.io/arch", "node-role.kubernetes.io/gpu", "node.kubernetes.io/x"]
+    "label",
+    [
+        *("kubernetes.io/hostname", "kubernetes.io/arch", "node-role.kubernetes.io/gpu", "node.kubernetes.io/x"),
+        *("topology.kubernetes.io/zone", "topology.kubernetes.io/region", "topology.kubernetes.io/rack"),
+    ],
 )
 def test_a_pool_label_may_not_be_a_kubelet_label(tmp_path: Path, label: str) -> None:
     labelled = f"      nodes: [gpu-node-1]\n      labels: {{{label}: a100-a}}\n"

@@ -38,9 +38,16 @@ GFD_LABELS = frozenset(
     )
 )
 GFD_LABEL_PREFIXES = ("nvidia.com/gpu.compute.", "nvidia.com/cuda.", "nvidia.com/mig-", "nvidia.com/vgpu.")
-# Labels the kubelet and Kubernetes set on every node (L7).
+# Labels the kubelet and Kubernetes set on every node (L7). topology.kubernetes.io/zone and region (and the legacy
+# failure-domain.beta ones) come from the cloud provider: zonal volumes bind and pods spread by them.
 KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
-KUBELET_LABEL_PREFIXES = ("node-role.kubernetes.io/", "node.kubernetes.io/", "beta.kubernetes.io/")
+KUBELET_LABEL_PREFIXES = (
+    "node-role.kubernetes.io/",
+    "node.kubernetes.io/",
+    "beta.kubernetes.io/",
+    "topology.kubernetes.io/",
+    "failure-domain.beta.kubernetes.io/",
+)
 # HAMi's settings and their names in the blueprint; HAMi's chart takes one value of each for the whole cluster.
 HAMI_SETTINGS = (("split_count", "splitCount"), ("memory_scaling", "memoryScaling"), ("core_scaling", "coreScaling"))
 
@@ -150,8 +157,9 @@ def check_owned_labels(ctx: Context) -> Iterator[Diagnostic]:
                 yield ctx.error(
                     OWNED_LABEL,
                     (*pool.path, "labels", key),
-                    f"pool '{pool.name}' sets label '{key}', which the kubelet (or Kubernetes) sets on every node: "
-                    "overwriting it breaks what relies on it (local volumes, anti-affinity) and would let the "
+                    f"pool '{pool.name}' sets label '{key}', which the kubelet (or Kubernetes, or the cloud provider) "
+                    "sets on every node: overwriting it breaks what relies on it (local and zonal volumes, "
+                    "anti-affinity, topology spreading) and would let the "
                     "admission policies read another node's name as one of this pool's",
                     "remove it: gpustack already tells pools apart by gpustack.io/pool and the pool's node names",
                     key=True,
