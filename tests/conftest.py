@@ -7,25 +7,60 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+# Upstream files the conformance tests read (NVIDIA's, Kueue's and Volcano's own): only the development workspace
+# has them, beside the repository. A plain clone skips those tests; CI refuses to run without them.
+CONFORMANCE = SHARED / "conformance"
+CONFORMANCE_FOLDER = "shared/conformance"  # as a reader finds it: a folder named shared beside this repository
 BLUEPRINTS = REPO / "blueprints"
 CASES = Path(__file__).resolve().parent / "cases"
 UPDATE_GOLDEN = os.environ.get("GPUSTACK_UPDATE_GOLDEN") == "1"
 
 
-def missing_reference(what: str, checks: str) -> str:
-    """A skip reason a newcomer can act on: what is missing, what it would check, where it comes from."""
+def in_ci() -> bool:
+    """CI services set CI (GitHub Actions, GitLab CI and others set CI=true; `.ci/run` sets it too)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing_reference(what: str, checks: str, folder: str = CONFORMANCE_FOLDER) -> str:
+    """A skip reason a newcomer can act on: what is missing, what it would check, which folder it comes in."""
     return (
         f"{what} is not available, so this test cannot check {checks}. It comes with the project's reference "
-        "files from upstream (NVIDIA, Kubernetes, Kueue), which only the development workspace has, in a folder "
-        "named 'shared' beside this repository; a plain clone skips these tests"
+        f"files from upstream (NVIDIA, Kubernetes, Kueue, Volcano) in the folder {folder} beside this repository, "
+        "which only the development workspace has; a plain clone skips these tests (with CI=true they fail instead)"
     )
 
 
 def shared_path(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(missing_reference(f"The upstream file {parts[-1]}", "gpustack's output against it"))
+        folder = "/".join(("shared", *parts[:-1]))
+        pytest.skip(missing_reference(f"The upstream file {parts[-1]}", "gpustack's output against it", folder))
     return path
+
+
+def refusals(ci: bool, conformance: Path, update_golden: bool) -> list[str]:
+    """Why a run must not start: CI may never go green by skipping the conformance tests or rewriting goldens."""
+    found = []
+    if ci and not conformance.is_dir():
+        found.append(
+            f"CI is set, but the folder {CONFORMANCE_FOLDER} beside this repository ({conformance}) is missing: "
+            "the conformance tests would skip, and CI must never pass by skipping. Put the upstream reference files "
+            "(NVIDIA's, Kueue's and Volcano's own) there, or run without CI set to let those tests skip."
+        )
+    if ci and update_golden:
+        found.append(
+            "CI is set, and GPUSTACK_UPDATE_GOLDEN=1 would rewrite the golden files the tests compare against, so "
+            "they could not fail: regenerate goldens on a workstation, read the diff and commit it; unset "
+            "GPUSTACK_UPDATE_GOLDEN in CI."
+        )
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse at once, before collecting anything, a run that could only pass by not testing."""
+    found = refusals(in_ci(), CONFORMANCE, UPDATE_GOLDEN)
+    if found:
+        raise pytest.UsageError("\n".join(found))
 
 
 @pytest.fixture

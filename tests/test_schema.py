@@ -271,7 +271,9 @@ def test_sketch_validates() -> None:
     if not SKETCH.exists():
         pytest.skip(
             missing_reference(
-                "The original blueprint design sketch (blueprint-sketch.yaml)", "that the schema accepts it"
+                "The original blueprint design sketch (blueprint-sketch.yaml)",
+                "that the schema accepts it",
+                "shared/design",
             )
         )
     diagnostics = check(SKETCH.read_text(), SKETCH.name)
