@@ -87,6 +87,7 @@ SELECTOR_RANGE = "GS805"
 OPERATOR_CHART_SERIES = "GS806"
 OUTPUT_UNSAFE = "GS901"
 ROLLOUT_CAPACITY_DROP = "GS951"
+ROLLOUT_UNSAFE_WORD = "GS952"
 
 CODES: dict[str, str] = {
     # loading (gpustack.load)
@@ -185,6 +186,7 @@ CODES: dict[str, str] = {
     OUTPUT_UNSAFE: "the output directory cannot be replaced safely",
     # rollout (gpustack.rollout)
     ROLLOUT_CAPACITY_DROP: "a rollout wave leaves tenants below their guaranteed quota",
+    ROLLOUT_UNSAFE_WORD: "plan data that no command of the rollout script can carry (a NUL byte)",
 }
 
 DOCS_FOLDER = "docs/codes"
@@ -516,6 +518,13 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "than the quota the old blueprint guaranteed it.",
         "Lower `--max-unavailable`, lower the tenant's quota first, or pass `--allow-capacity-drop` if the dip is "
         "accepted.",
+    ),
+    ROLLOUT_UNSAFE_WORD: (
+        "`gpustack rollout --output script` found plan data (an object's name or namespace, a node, a label) holding "
+        "a NUL byte. No command-line argument or here-document can carry one, so the script is not written rather "
+        "than written with a different value. The template check refuses such names (GS606); this is the script's "
+        "own guard.",
+        "Find the value in the workload templates or the blueprint and remove the NUL byte.",
     ),
     SNAPSHOT_MALFORMED: (
         "An object in the cluster snapshot given to `import`, `drift` or `simulate --cluster` does not have the shape "

@@ -67,7 +67,7 @@ def run_script(case: str, tmp_path: Path, fail_match: str = "", skip_helm: bool 
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "CALLS": str(calls),
         "FAIL_MATCH": fail_match,
-        "GPUSTACK_ROLLOUT_STATE": str(tmp_path / "state"),
+        "GPUSTACK_ROLLOUT_STATE_DIR": str(tmp_path / "state"),
         "GPUSTACK_ROLLOUT_SKIP_HELM": "1" if skip_helm else "",
     }
     assert SH is not None
@@ -113,7 +113,8 @@ def test_script_runs_every_step_in_planned_order(case: str, tmp_path: Path) -> N
     code, calls = run_script(case, tmp_path)
     assert code == 0
     assert calls == [call for _, call in expected_calls(case)]
-    recorded = (tmp_path / "state").read_text(encoding="utf-8").split()
+    (state,) = (tmp_path / "state").iterdir()
+    recorded = [line.split()[0] for line in state.read_text(encoding="utf-8").splitlines()[1:]]
     assert recorded == list(dict.fromkeys(step for step, _ in expected_calls(case)))
 
 
@@ -143,6 +144,6 @@ def test_script_can_leave_charts_to_their_owner(tmp_path: Path) -> None:
 
 
 def test_each_plan_keeps_its_own_state_file() -> None:
-    names = {re.search(r"gpustack-rollout-([0-9a-f]{12})\.state", p.read_text(encoding="utf-8")) for p in SCRIPTS}
+    names = {re.search(r"^PLAN_TAG=([0-9a-f]{12})$", p.read_text(encoding="utf-8"), re.MULTILINE) for p in SCRIPTS}
     assert None not in names
     assert len({m.group(1) for m in names if m is not None}) == len(SCRIPTS)

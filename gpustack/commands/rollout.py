@@ -7,17 +7,31 @@ import sys
 
 import click
 
+from gpustack.codes import ROLLOUT_UNSAFE_WORD
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
-from gpustack.diagnostic import JsonPath, Severity, Span
+from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.revision import RevisionError
 from gpustack.rollout.model import DEFAULT_PERCENT
 from gpustack.rollout.planner import MaxUnavailableError, plan_rollout
 from gpustack.rollout.render import RENDERERS
+from gpustack.rollout.script import UnsafeWord, hidden, visible
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # an invalid blueprint, a git failure, or a refused capacity drop
+
+
+def _refuse_hidden(blueprints: tuple[str, ...], base: str | None) -> None:
+    """A path or revision with a control or format character is refused before anything is read: it would reach
+    the plan's header, the script and a PR comment, and git allows a newline in a file name (N2)."""
+    for value, hint in [*((path, "OLD NEW | --base REV BLUEPRINT") for path in blueprints), (base, "--base")]:
+        found = next((char for char in value or "" if hidden(char)), None)
+        if found is not None:
+            raise click.BadParameter(
+                f"'{visible(value or '')}' holds a control character (U+{ord(found):04X}); rename it",
+                param_hint=hint,
+            )
 
 
 def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[Side, Side]:
@@ -73,6 +87,7 @@ def command(
         raise click.UsageError("with --base give exactly one BLUEPRINT (the working-tree version)")
     if base is None and len(blueprints) != 2:
         raise click.UsageError("give OLD and NEW blueprints, or --base REV and one BLUEPRINT")
+    _refuse_hidden(blueprints, base)
     before, after = _load(blueprints, base, output)
     assert before.snapshot is not None and after.snapshot is not None
     # Compile reports nothing validation did not; should it ever, the plan stops the same way.
@@ -97,5 +112,12 @@ def command(
         refused = dataclasses.replace(after.validation, diagnostics=tuple(plan.refusals))
         why = "refused: the rollout would leave tenants below their guaranteed quota (see --allow-capacity-drop)"
         stop_invalid([refused], output, why, command="rollout", exit_code=EXIT_FAILED)
-    click.echo(RENDERERS[output](plan), nl=False)
+    try:
+        text = RENDERERS[output](plan)
+    except UnsafeWord as error:
+        assert after.validation is not None
+        problem = Diagnostic(ROLLOUT_UNSAFE_WORD, Severity.ERROR, str(error), None, (), None)
+        unsafe = dataclasses.replace(after.validation, diagnostics=(problem,))
+        stop_invalid([unsafe], output, "no script written", command="rollout", exit_code=EXIT_FAILED)
+    click.echo(text, nl=False)
     sys.exit(EXIT_OK)

@@ -72,12 +72,17 @@ _LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x85\u2028\u2029]")
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
 
 
+def one_line(text: str) -> str:
+    """User-derived text (a file name, a revision, an object's name) kept on one markdown line: line breaks become
+    spaces and control characters escapes, as in a table cell, so it cannot open a heading, list or link (N9)."""
+    text = _LINE_BREAKS.sub(" ", text)
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def cell(text: str) -> str:
     """Text for a markdown table cell: a '|' would end the cell (even inside a code span), any line break the row,
     and what follows it would be rendered as markdown of its own (headings, @mentions, links) in the PR comment."""
-    text = _LINE_BREAKS.sub(" ", text)
-    text = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-    return text.replace("|", "\\|")
+    return one_line(text).replace("|", "\\|")
 
 
 def code(text: str) -> str:

@@ -20,7 +20,7 @@ SEVERITY_MARKS = {"high": "🔴 high", "medium": "🟠 medium", "low": "🟡 low
 COMMENT_MARKER = "<!-- gpustack-review -->"  # lets a CI job find and update its own comment
 FILTERS = (
     *("show", "change", "memory", "units_change", "quota_change", "need_change"),
-    *("names", "wrap", "cell", "code", "fence", "summary"),
+    *("names", "wrap", "cell", "one_line", "code", "fence", "summary"),
 )
 
 

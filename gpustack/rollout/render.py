@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from gpustack.report import format_text
+from gpustack.review.formatting import cell, code, fence, one_line
 from gpustack.rollout.data import rollout_data, summary_data
 from gpustack.rollout.model import Availability, Phase, RolloutPlan
-from gpustack.rollout.script import command_line, render_script
+from gpustack.rollout.script import command_line, render_script, visible
+
+# What could start markup inside a line of markdown prose: emphasis, links and images (`[`), inline HTML, code spans,
+# @mentions, entities, table pipes. Plan text carries names from templates and file names, so it is escaped.
+_MARKUP = re.compile(r"([\\`*_\[\]<>@#|~&])")
 
 
 def duration(seconds: int) -> str:
@@ -93,30 +99,33 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _phase_text(phase: Phase) -> list[str]:
-    lines = ["", f"{phase.id}: {phase.title}"]
+    lines = ["", _shown(f"{phase.id}: {phase.title}")]
     if phase.pool is not None:
-        lines.append(f"  pool {phase.pool} offers meanwhile: {wave_capacity(phase)}")
+        lines.append(_shown(f"  pool {phase.pool} offers meanwhile: {wave_capacity(phase)}"))
     if phase.unprotected:
         lines.append(
-            f"  no PodDisruptionBudget: {', '.join(phase.unprotected)} (a drain may evict all their pods here at once)"
+            _shown(
+                f"  no PodDisruptionBudget: {', '.join(phase.unprotected)} "
+                "(a drain may evict all their pods here at once)"
+            )
         )
     for number, step in enumerate(phase.steps, 1):
-        lines.append(f"  {number:>2}. {step.description}")
-        lines.append(f"      $ {command_line(step)}")
+        lines.append(f"  {number:>2}. {_shown(step.description)}")
+        lines.append(f"      $ {_shown(command_line(step))}")
     return lines
 
 
 def render_text(plan: RolloutPlan) -> str:
-    lines = [f"gpustack rollout: {plan.before} -> {plan.after}", summary_line(plan)]
-    lines.append(f"max unavailable per pool: {plan.max_unavailable}")
+    lines = [_shown(f"gpustack rollout: {plan.before} -> {plan.after}"), summary_line(plan)]
+    lines.append(_shown(f"max unavailable per pool: {plan.max_unavailable}"))
     if not plan.phases:
         return "\n".join([*lines, "", "Nothing to roll out: no node, object or chart changes."]) + "\n"
     header, rows = capacity_rows(plan)
     if rows:
         lines += ["", "Capacity: units available (/ guaranteed by quota before the change; ! below it)"]
-        lines += _aligned(header, rows)
+        lines += [_shown(line) for line in _aligned(header, rows)]
     if plan.dips:
-        lines += ["", "Below the guarantee:"] + [f"  {line}" for line in dip_lines(plan)]
+        lines += ["", "Below the guarantee:"] + [f"  {_shown(line)}" for line in dip_lines(plan)]
     for phase in plan.phases:
         lines += _phase_text(phase)
     if plan.refusals:
@@ -124,9 +133,24 @@ def render_text(plan: RolloutPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shown(text: str) -> str:
+    """Terminal text on its own line: controls, bidi overrides and line separators escaped (backslashes kept)."""
+    return visible(text, backslashes=False)
+
+
+def _prose(text: str) -> str:
+    """Plan text (names from templates, file names) as one line of markdown prose that opens no markup."""
+    return _MARKUP.sub(r"\\\1", one_line(text))
+
+
+def _name(text: str) -> str:
+    """A name as a code span on one line."""
+    return code(one_line(text))
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(f"`{c}`" if i < 2 else c for i, c in enumerate(r)) + " |" for r in rows]
+    return out + ["| " + " | ".join(code(cell(c)) if i < 2 else cell(c) for i, c in enumerate(r)) + " |" for r in rows]
 
 
 def render_markdown_summary(plan: RolloutPlan, heading: str = "##") -> str:
@@ -140,23 +164,26 @@ def render_markdown_summary(plan: RolloutPlan, heading: str = "##") -> str:
         lines += ["", "Units available per wave (/ guaranteed by quota before the change; **!** below it):", ""]
         lines += [line.replace(" !", " **!**") for line in _md_table(header, rows)]
     if plan.dips:
-        lines += ["", "**Capacity dips below the tenants' guarantee:**", ""] + [f"- {line}" for line in dip_lines(plan)]
+        lines += ["", "**Capacity dips below the tenants' guarantee:**", ""]
+        lines += [f"- {_prose(line)}" for line in dip_lines(plan)]
         lines += ["", "`gpustack rollout` refuses this plan without `--allow-capacity-drop`."]
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(plan: RolloutPlan) -> str:
-    lines = [f"# Rollout: `{plan.before}` → `{plan.after}`", "", render_markdown_summary(plan).rstrip("\n")]
+    lines = [f"# Rollout: {_name(plan.before)} → {_name(plan.after)}", "", render_markdown_summary(plan).rstrip("\n")]
     for phase in plan.phases:
-        lines += ["", f"### {phase.id}: {phase.title}", ""]
+        lines += ["", f"### {phase.id}: {_prose(phase.title)}", ""]
         if phase.pool is not None:
-            lines += [f"Pool `{phase.pool}` offers meanwhile: {wave_capacity(phase)}.", ""]
+            lines += [f"Pool {_name(phase.pool)} offers meanwhile: {_prose(wave_capacity(phase))}.", ""]
         if phase.unprotected:
-            lines += [f"No PodDisruptionBudget: {', '.join(f'`{w}`' for w in phase.unprotected)}.", ""]
+            lines += [f"No PodDisruptionBudget: {', '.join(_name(w) for w in phase.unprotected)}.", ""]
         for number, step in enumerate(phase.steps, 1):
-            lines.append(f"{number}. {step.description}  \n   `{command_line(step)}`")
+            lines.append(f"{number}. {_prose(step.description)}  \n   {_name(command_line(step))}")
     if plan.refusals:
-        lines += ["", "**Refused without `--allow-capacity-drop`:**", "", "```", format_text(plan.refusals), "```"]
+        refused = format_text(plan.refusals)
+        ticks = fence(refused)
+        lines += ["", "**Refused without `--allow-capacity-drop`:**", "", ticks, refused, ticks]
     return "\n".join(lines) + "\n"
 
 

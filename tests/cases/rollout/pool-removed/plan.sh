@@ -4,34 +4,108 @@
 # run it again to resume from that step.
 # Max unavailable per pool: 10% (at least 1 node).
 set -eu
+umask 077
 
-# Finished steps, one id a line. Remove the file to start over. Its name carries a digest of the plan,
-# so the script of another change never takes this one's finished steps for its own.
-# GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by Pulumi, see docs/rollout.md).
-STATE_FILE=${GPUSTACK_ROLLOUT_STATE:-./gpustack-rollout-1b112a76c63a.state}
-touch "$STATE_FILE"
+# Finished steps are recorded outside the working tree, in a folder only this user can open (mode 700):
+# GPUSTACK_ROLLOUT_STATE_DIR, else $XDG_STATE_HOME/gpustack, else ~/.local/state/gpustack. The state file is
+# made by this script's first run, with a random run id and this plan's digest; a state file from another
+# plan, with a line this script did not write, or in a folder others can open is refused, never trusted.
+# Remove the file to start over. GPUSTACK_ROLLOUT_SKIP_HELM=1 leaves the helm steps out (charts applied by
+# Pulumi, see docs/rollout.md).
+PLAN_DIGEST=1b112a76c63a0247f414d7ab455e450e931f4ab77eb8be93606c0f600ca450d1
+PLAN_TAG=1b112a76c63a
+
+refuse() {
+  printf 'gpustack-rollout: %s\n' "$1" >&2
+  exit 1
+}
+
+if [ -n "${GPUSTACK_ROLLOUT_STATE:-}" ]; then
+  refuse 'GPUSTACK_ROLLOUT_STATE is no longer read: set GPUSTACK_ROLLOUT_STATE_DIR to a folder only you can open'
+fi
+if [ -n "${GPUSTACK_ROLLOUT_STATE_DIR:-}" ]; then
+  state_dir=$GPUSTACK_ROLLOUT_STATE_DIR
+elif [ -n "${XDG_STATE_HOME:-}" ]; then
+  state_dir=$XDG_STATE_HOME/gpustack
+elif [ -n "${HOME:-}" ]; then
+  state_dir=$HOME/.local/state/gpustack
+else
+  refuse 'no HOME: set GPUSTACK_ROLLOUT_STATE_DIR to a folder only you can open'
+fi
+case $state_dir in
+  /*) ;;
+  *) refuse "the state folder must be an absolute path, not $state_dir" ;;
+esac
+if [ ! -e "$state_dir" ] && [ ! -L "$state_dir" ]; then
+  mkdir -p -- "$state_dir"
+  chmod 700 -- "$state_dir"
+fi
+# A folder others can open (a checkout, /tmp) could hold a state file someone planted there.
+# shellcheck disable=SC2012
+if ! ls -ldn -- "$state_dir" | awk -v uid="$(id -u)" '$3 == uid && $1 ~ /^d...------/ { ok = 1 } END { exit !ok }'
+then
+  refuse "$state_dir is not a folder of yours that only you can open: chmod 700 it, or choose another"
+fi
+STATE_FILE=$state_dir/gpustack-rollout-$PLAN_TAG.state
+
+# A finished step's line: its id, and a checksum of the id with this run's id and this plan's digest.
+record() {
+  printf '%s %s\n' "$1" "$(printf '%s %s %s' "$RUN_ID" "$PLAN_DIGEST" "$1" | cksum)"
+}
+
+if [ -e "$STATE_FILE" ] || [ -L "$STATE_FILE" ]; then
+  header=$(sed -n 1p <"$STATE_FILE")
+  RUN_ID=${header##* }
+  case $RUN_ID in
+    *[!0-9a-f]* | '') refuse "$STATE_FILE was not written by this script: move it away to start over" ;;
+  esac
+  if [ "$header" != "gpustack-rollout-state 1 $PLAN_DIGEST $RUN_ID" ] || [ "${#RUN_ID}" -ne 32 ]; then
+    refuse "$STATE_FILE was not written by this plan's script: move it away to start over"
+  fi
+  if ! sed 1d <"$STATE_FILE" | while IFS= read -r line || [ -n "$line" ]; do
+    [ "$line" = "$(record "${line%% *}")" ] || exit 1
+  done; then
+    refuse "$STATE_FILE has a line this script did not write: move it away to start over"
+  fi
+else
+  RUN_ID=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  case $RUN_ID in
+    *[!0-9a-f]* | '') refuse 'no random run id: /dev/urandom could not be read' ;;
+  esac
+  # noclobber: a file that appeared meanwhile is not taken over
+  (set -C && printf 'gpustack-rollout-state 1 %s %s\n' "$PLAN_DIGEST" "$RUN_ID" >"$STATE_FILE") ||
+    refuse "could not create $STATE_FILE"
+fi
+printf 'gpustack-rollout: state in %s (run %s)\n' "$STATE_FILE" "$RUN_ID"
+steps_run=0
+steps_skipped=0
+steps_left=0
 
 step() {
   step_id=$1
   shift
-  if grep -qxF "$step_id" "$STATE_FILE"; then
+  done_line=$(record "$step_id")
+  if grep -qxF -- "$done_line" "$STATE_FILE"; then
+    steps_skipped=$((steps_skipped + 1))
     printf 'gpustack-rollout: %s: done before, skipped\n' "$step_id"
     return 0
   fi
   if [ "${GPUSTACK_ROLLOUT_SKIP_HELM:-}" = 1 ] && [ "$1" = helm ]; then
     # Charts that Pulumi (or GitOps) owns are not Helm releases: their owner applies them.
+    steps_left=$((steps_left + 1))
     printf 'gpustack-rollout: %s: helm step left to the charts owner (GPUSTACK_ROLLOUT_SKIP_HELM=1)\n' "$step_id"
     return 0
   fi
   printf 'gpustack-rollout: %s\n' "$step_id"
   "$@"
-  printf '%s\n' "$step_id" >>"$STATE_FILE"
+  printf '%s\n' "$done_line" >>"$STATE_FILE"
+  steps_run=$((steps_run + 1))
 }
 
 # kubectl taint NODE KEY:EFFECT- fails on a taint the node does not have: look first.
 untaint() {
   taints=$(kubectl get node "$1" -o 'jsonpath={range .spec.taints[*]}{.key}:{.effect}{"\n"}{end}')
-  if printf '%s\n' "$taints" | grep -qxF "$2"; then
+  if printf '%s\n' "$taints" | grep -qxF -- "$2"; then
     kubectl taint node "$1" "$2-"
   fi
 }
@@ -39,8 +113,7 @@ untaint() {
 # A Job's pod template cannot change once created: an existing Job is left to finish as it is.
 apply_job() {
   if kubectl get job "$2" --namespace "$1" >/dev/null 2>&1; then
-    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template
-' "$1" "$2" >&2
+    printf 'gpustack-rollout: Job %s/%s exists: it keeps its old pod template\n' "$1" "$2" >&2
     cat >/dev/null
   else
     kubectl apply --server-side --field-manager=gpustack -f -
@@ -119,4 +192,6 @@ step finish.04-delete kubectl delete LimitRange gpustack-defaults --namespace se
 # delete Namespace search and everything in it (removed from the blueprint)
 step finish.05-delete kubectl delete Namespace search --ignore-not-found
 
-echo 'gpustack-rollout: all steps done'
+printf 'gpustack-rollout: all steps done: %s run now, %s skipped (done before), %s left to the charts owner\n' \
+  "$steps_run" "$steps_skipped" "$steps_left"
+printf 'gpustack-rollout: state in %s\n' "$STATE_FILE"
