@@ -86,6 +86,7 @@ MIG_WITHOUT_OPERATOR = "GS804"
 SELECTOR_RANGE = "GS805"
 OPERATOR_CHART_SERIES = "GS806"
 OUTPUT_UNSAFE = "GS901"
+DIAGNOSTICS_LEFT_OUT = "GS902"
 ROLLOUT_CAPACITY_DROP = "GS951"
 ROLLOUT_UNSAFE_WORD = "GS952"
 
@@ -184,6 +185,8 @@ CODES: dict[str, str] = {
     OPERATOR_CHART_SERIES: "a GPU Operator chart outside the v26.7.x line gpustack's values are checked against",
     # output (gpustack.write)
     OUTPUT_UNSAFE: "the output directory cannot be replaced safely",
+    # reporting (gpustack.report)
+    DIAGNOSTICS_LEFT_OUT: "more diagnostics in one file than a report lists",
     # rollout (gpustack.rollout)
     ROLLOUT_CAPACITY_DROP: "a rollout wave leaves tenants below their guaranteed quota",
     ROLLOUT_UNSAFE_WORD: "plan data that no command of the rollout script can carry (a NUL byte)",
@@ -512,6 +515,13 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "`compile` cannot replace the output directory safely: it is a file, it holds files gpustack did not write, "
         "or writing failed (the previous output is left as it was).",
         "Point `--out-dir` at an empty or gpustack-made directory, and check the disk.",
+    ),
+    DIAGNOSTICS_LEFT_OUT: (
+        "A file has more than 50 diagnostics. Every output format (text, `--output json`, `--output sarif`) lists "
+        "the first 50 of each file and closes with this one, at the first diagnostic left out, saying how many "
+        "more there are: a report stays small enough to read, and to upload to GitHub code scanning.",
+        "Fix the diagnostics listed (often one mistake repeated) and run again: the next ones are then listed. "
+        "`--output json` counts what was left out in each file's `omittedCount`.",
     ),
     ROLLOUT_CAPACITY_DROP: (
         "`gpustack rollout` found a wave that takes enough nodes out at once to leave a tenant with less capacity "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from gpustack.codes import CODES, docs_page
+from gpustack.codes import CODES, DIAGNOSTICS_LEFT_OUT, docs_page
 from gpustack.diagnostic import Diagnostic, Severity, Span
 from gpustack.jsondoc import dump_document
 
@@ -17,8 +18,9 @@ def _no_source(file: str, line: int) -> str:
     return ""
 
 
-# Shown per file in text; the rest are counted (JSON lists them all). A source line is shown as a window around the
-# caret: a one-line (JSON-style) blueprint would otherwise print the whole file under every diagnostic.
+# Listed per file in every format; the rest are counted in one closing diagnostic (GS902): 30,000 SARIF results are
+# more than GitHub code scanning takes in one upload (N14). A source line is shown as a window around the caret: a
+# one-line (JSON-style) blueprint would otherwise print the whole file under every diagnostic.
 MAX_SHOWN_PER_FILE = 50
 WINDOW = 160
 # C0 and C1 control characters but tab: a YAML string can carry ESC, and a terminal would obey it.
@@ -86,22 +88,57 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     return f"{files} {noun} checked: {errors} error(s), {warnings} warning(s)"
 
 
-def format_text(diagnostics: Sequence[Diagnostic], source_line: SourceLine = _no_source) -> str:
-    shown: list[str] = []
-    per_file: dict[str | None, int] = {}
+@dataclass(frozen=True)
+class Listed:
+    """What a report lists of some diagnostics: the first MAX_SHOWN_PER_FILE of each file, in the order given, then
+    one closing GS902 diagnostic per file that had more; `omitted` counts those left out."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    omitted: int
+
+
+def listed(diagnostics: Sequence[Diagnostic], limit: int = MAX_SHOWN_PER_FILE) -> Listed:
+    """The one cap every format applies (text, JSON, SARIF), so they list the same diagnostics."""
+    kept: list[Diagnostic] = []
+    left: dict[str | None, list[Diagnostic]] = {}
+    seen: dict[str | None, int] = {}
     for diagnostic in diagnostics:
         file = diagnostic.span.file if diagnostic.span is not None else None
-        per_file[file] = per_file.get(file, 0) + 1
-        if per_file[file] <= MAX_SHOWN_PER_FILE:
-            shown.append(format_diagnostic(diagnostic, source_line))
-    for file, count in per_file.items():
-        if count > MAX_SHOWN_PER_FILE:
-            where = f" in {printable(file)}" if file is not None else ""
-            shown.append(
-                f"... and {count - MAX_SHOWN_PER_FILE} more diagnostic(s){where}, not shown "
-                "(--output json lists them all)"
-            )
-    return "\n\n".join(shown)
+        seen[file] = seen.get(file, 0) + 1
+        if seen[file] <= limit:
+            kept.append(diagnostic)
+        else:
+            left.setdefault(file, []).append(diagnostic)
+    closing = [_left_out(file, rest, limit) for file, rest in left.items()]
+    return Listed((*kept, *closing), sum(len(rest) for rest in left.values()))
+
+
+def _left_out(file: str | None, rest: Sequence[Diagnostic], limit: int) -> Diagnostic:
+    """The closing diagnostic: at the first one left out (code scanning shows a result only at a location)."""
+    errors = sum(d.severity is Severity.ERROR for d in rest)
+    where = f" in {file}" if file is not None else ""
+    counts = f"{errors} error(s), {len(rest) - errors} warning(s)"
+    return Diagnostic(
+        DIAGNOSTICS_LEFT_OUT,
+        Severity.ERROR if errors else Severity.WARNING,
+        f"{len(rest)} more diagnostic(s){where}, not shown ({counts}); the first is here",
+        rest[0].span,
+        hint=f"every output lists at most {limit} diagnostics per file: fix these and run again to see the rest",
+    )
+
+
+def format_text(diagnostics: Sequence[Diagnostic], source_line: SourceLine = _no_source) -> str:
+    return "\n\n".join(format_diagnostic(d, source_line) for d in listed(diagnostics).diagnostics)
+
+
+def stop_summary(
+    files: Sequence[str], diagnostics: Sequence[Diagnostic], outcome: str, command: str | None = None
+) -> str:
+    """The line under an invalid blueprint's diagnostics, for every command and for Pulumi alike:
+    `[gpustack COMMAND: ]FILE: N error(s); OUTCOME` (e.g. "nothing written", "nothing applied")."""
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    lead = f"gpustack {command}: " if command is not None else ""
+    return f"{lead}{', '.join(files)}: {errors} error(s); {outcome}"
 
 
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
@@ -126,13 +163,16 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
 
 
 def file_report(file: str, diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
+    """One file's verdict: the counts are of every diagnostic, the list is capped as in every format (`listed`)."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    shown = listed(diagnostics)
     return {
         "file": file,
         "valid": errors == 0,
         "errorCount": errors,
         "warningCount": len(diagnostics) - errors,
-        "diagnostics": [diagnostic_json(d) for d in diagnostics],
+        "omittedCount": shown.omitted,
+        "diagnostics": [diagnostic_json(d) for d in shown.diagnostics],
     }
 
 

@@ -17,13 +17,15 @@ from urllib.parse import quote
 
 from gpustack.codes import CODES, EXPLANATIONS, docs_page
 from gpustack.diagnostic import Diagnostic, Severity, Span
+from gpustack.report import listed
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 
 def format_sarif(results: Sequence[tuple[str, Sequence[Diagnostic]]]) -> str:
-    diagnostics = [d for _, found in results for d in found]
+    """One run; each file's first 50 diagnostics, then a GS902 result at the first one left out (as text lists)."""
+    diagnostics = listed([d for _, found in results for d in found]).diagnostics
     codes = sorted({d.code for d in diagnostics})
     index = {code: i for i, code in enumerate(codes)}
     run: dict[str, Any] = {

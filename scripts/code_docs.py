@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from gpustack.codes import FILE_TOO_LARGE, FILE_UNREADABLE, OUTPUT_UNSAFE
+from gpustack.codes import DIAGNOSTICS_LEFT_OUT, FILE_TOO_LARGE, FILE_UNREADABLE, OUTPUT_UNSAFE
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -22,7 +22,7 @@ from gpustack.codes import CODES, DOCS_FOLDER, EXPLANATIONS, docs_page  # noqa: 
 from gpustack.compile import compile_blueprint  # noqa: E402
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Span  # noqa: E402
 from gpustack.load import MAX_BYTES  # noqa: E402
-from gpustack.report import format_diagnostic  # noqa: E402
+from gpustack.report import format_diagnostic, listed  # noqa: E402
 from gpustack.validation import Validation, validate_path, validate_text  # noqa: E402
 from gpustack.write import write_directory  # noqa: E402
 
@@ -44,6 +44,7 @@ STAGES = {
     "7": ("isolation", "gpustack/checks/isolation.py"),
     "8": ("cluster settings", "gpustack/checks/cluster.py"),
     "9": ("writing the output", "gpustack/write.py"),
+    "90": ("reporting and writing the output", "gpustack/report.py, gpustack/write.py"),
     "95": ("planning a rollout", "gpustack/rollout/"),
 }
 
@@ -94,6 +95,17 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
             yield OUTPUT_UNSAFE, "", "compile blueprints/quickstart.yaml -d out", text
     yield from _rollout_example()
     yield from _import_examples()
+    yield from _left_out_example()
+
+
+def _left_out_example() -> Iterator[tuple[str, str, str, str]]:
+    """GS902 closes a report of more than 50 diagnostics in one file: 60 pools with a misspelt field each."""
+    pools = "".join(f"    - {{name: p{i}, gpu: {{model: L4, count: 1}}, nodes: [n{i}], nodez: 1}}\n" for i in range(60))
+    text = 'apiVersion: gpustack.io/v1alpha1\nkind: ClusterBlueprint\nmetadata: {name: x}\nspec:\n'
+    text += '  kubernetes: {version: "1.31"}\n  nodePools:\n' + pools
+    many = validate_text(text, "many.yaml")
+    closing = listed(many.diagnostics).diagnostics[-1]
+    yield DIAGNOSTICS_LEFT_OUT, "", "validate many.yaml", _shown(closing, _lines_of(many))
 
 
 def _import_examples() -> Iterator[tuple[str, str, str, str]]:
