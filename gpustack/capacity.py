@@ -1,8 +1,9 @@
 """`gpustack capacity`: what each pool can give, and what each tenant may take and asks for.
 
 Pure: a Context in, a `Capacity` out; the command prints it as text or JSON and may draw an SVG, and `gpustack diff`
-compares the `Capacity` of both versions. Every unit comes from `gpustack.offers`, every demand, quota ceiling and
-memory oversubscription from the Context, so capacity, checks, compile, review and simulate agree.
+compares the `Capacity` of both versions. Every unit comes from `gpustack.offers`, every demand, quota ceiling,
+memory oversubscription and gang from the Context, so capacity, checks, compile, review and simulate agree: a
+warning here that is a rule (GS404, GS512) is a check too, which `validate` and `compile` report at its line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
-from gpustack.offers import Isolation, Offer, full_resource_name, offer_for
+from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib, json_number
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
@@ -212,6 +213,14 @@ def _grants(context: Context, tenant_name: str, pools: dict[str, PoolCapacity]) 
 
 
 def _warnings(context: Context) -> list[tuple[str, str]]:
+    """What a pool's sharing setting means for the pods on it, as report prose.
+
+    The time-slicing memory note and HAMi's memoryScaling note stay report-only, not checks: they word what a
+    deliberately chosen setting does (time-slicing shares compute, not memory; memoryScaling > 1 promises memory on
+    purpose), on every blueprint that chooses it, so there is no mistake to fix at a line. The rule hidden in them,
+    workloads whose memory need the shared GPU cannot hold for every pod, is a check (GS404), and the report words
+    that fact below from `Context.oversubscriptions`, as it words GS512's from `Context.gangs`.
+    """
     out = []
     for pool in context.blueprint.pools:
         model = context.models.get(pool.name)
@@ -266,47 +275,28 @@ def _oversubscription_warnings(context: Context, pool: NodePool) -> list[tuple[s
 
 
 def _gang_warnings(context: Context) -> list[tuple[str, str]]:
-    """Gangs (a VolcanoJob's or JobSet's pods, one LeaderWorkerSet group) start all their pods or none: one the pool
-    or the tenant's quota cannot hold whole never starts, however idle the GPUs are."""
+    """GS512's fact (`Context.gangs`), worded for the report: a gang starts all its pods or none, so one the pool or
+    the tenant's quota cannot hold whole never starts, however idle the GPUs are."""
     out = []
-    for workload in context.blueprint.workloads:
-        requests = context.requests.get(workload.name)
-        pool = context.pools.get(workload.pool)
-        if workload.gang is None or requests is None or pool is None:
-            continue
-        resource = requests.gpu_resource
-        amount = dict(requests.items)[resource]
-        offer = offer_for(context.offers.get(pool.name, ()), resource)
-        if offer is None or amount <= 0:
-            continue
-        # A pod cannot span nodes: each node holds whole pods only.
-        room = offer.per_node // amount * len(pool.nodes)
-        if workload.gang > room:
+    for gang in context.gangs:
+        name, pool = gang.workload.name, gang.pool.name
+        if not gang.pool_holds_it:
             out.append(
                 (
-                    pool.name,
-                    f"workload '{workload.name}' starts {workload.gang} pods together (all or none), each asking "
-                    f"{amount} {resource}; pool '{pool.name}' holds at most {room} such pods at once, so it never "
-                    "starts",
+                    pool,
+                    f"workload '{name}' starts {gang.size} pods together (all or none), each asking {gang.amount} "
+                    f"{gang.resource}; pool '{pool}' holds at most {gang.room} such pods at once, so it never starts",
                 )
             )
-        tenant = context.tenants.get(workload.tenant)
-        limit = (
-            {full_resource_name(k): v for k, v in tenant.quota_for(pool.name).items()}.get(resource)
-            if tenant is not None
-            else None
-        )
-        if tenant is not None and limit is not None:
-            ceiling = context.quota_ceiling(tenant, pool.name, resource, limit)
-            if workload.gang * amount > ceiling:
-                out.append(
-                    (
-                        pool.name,
-                        f"workload '{workload.name}' starts {workload.gang} pods together (all or none), "
-                        f"{workload.gang * amount} {resource} in all; tenant '{tenant.name}' may hold at most "
-                        f"{ceiling}, so it is never admitted whole",
-                    )
+        if not gang.quota_admits_it and gang.tenant is not None:
+            out.append(
+                (
+                    pool,
+                    f"workload '{name}' starts {gang.size} pods together (all or none), {gang.total} {gang.resource} "
+                    f"in all; tenant '{gang.tenant.name}' may hold at most {gang.ceiling}, so it is never admitted "
+                    "whole",
                 )
+            )
     return out
 
 

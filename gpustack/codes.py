@@ -65,6 +65,7 @@ KUEUE_NO_NODE_RESOURCES = "GS508"
 VOLCANO_RESERVED_QUEUE = "GS509"
 KUEUE_TOO_MANY_TAINTS = "GS510"
 KUEUE_LENDING_ABOVE_QUOTA = "GS511"
+GANG_NEVER_FITS = "GS512"
 NEED_UNMET = "GS601"
 DEVICE_ENV_SET = "GS602"
 SHARED_REQUEST_ABOVE_ONE = "GS603"
@@ -160,6 +161,7 @@ CODES: dict[str, str] = {
     VOLCANO_RESERVED_QUEUE: "a Volcano tenant named like a queue Volcano owns (default, root)",
     KUEUE_TOO_MANY_TAINTS: "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
     KUEUE_LENDING_ABOVE_QUOTA: "a Kueue lending limit above the tenant's nominal quota",
+    GANG_NEVER_FITS: "a gang (all its pods or none) that its pool or its tenant's quota can never hold whole",
     # workloads (gpustack.checks.workloads, gpustack.workloads)
     NEED_UNMET: "a GPU need the workload's pool cannot meet",
     DEVICE_ENV_SET: "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
@@ -432,6 +434,15 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     KUEUE_LENDING_ABOVE_QUOTA: (
         "A Kueue lending limit above the tenant's nominal quota: Kueue rejects the ClusterQueue.",
         "Lend at most the nominal quota.",
+    ),
+    GANG_NEVER_FITS: (
+        "A warning: a VolcanoJob's or JobSet's workers (`workers`), or one LeaderWorkerSet group (`size`), start "
+        "all together or not at all, and either the pool cannot hold that many such pods at once (a pod cannot span "
+        "nodes; an autoscaled pool is counted at `maxNodes`), or the pods together ask for more than the tenant's "
+        "quota (plus what a Kueue tenant may borrow) allows. The gang then never starts, however idle the GPUs are; "
+        "`gpustack capacity` words the same fact.",
+        "Lower `workers` or `size`, ask for fewer GPUs per pod, give the pool more nodes, or raise the tenant's "
+        "quota on the pool.",
     ),
     NEED_UNMET: (
         "A workload asks for a GPU, a MIG profile, an amount of memory or compute its pool cannot give.",

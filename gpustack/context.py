@@ -61,6 +61,36 @@ class Oversubscription:
 
 
 @dataclass(frozen=True)
+class Gang:
+    """A workload whose pods start together or not at all (a VolcanoJob's or JobSet's, one LeaderWorkerSet group),
+    and what could hold them whole (GS512's fact): the pool at its largest, and the tenant's quota ceiling."""
+
+    workload: Workload
+    pool: NodePool
+    resource: str  # the GPU resource each pod requests
+    amount: int  # units of it per pod
+    room: int  # pods of this shape the whole pool holds at once: a pod cannot span nodes
+    tenant: Tenant | None
+    ceiling: int | None  # the most of `resource` the tenant may hold in the pool (borrowing included); None: no quota
+
+    @property
+    def size(self) -> int:
+        return self.workload.gang or 0
+
+    @property
+    def total(self) -> int:
+        return self.size * self.amount
+
+    @property
+    def pool_holds_it(self) -> bool:
+        return self.size <= self.room
+
+    @property
+    def quota_admits_it(self) -> bool:
+        return self.ceiling is None or self.total <= self.ceiling
+
+
+@dataclass(frozen=True)
 class Context:
     blueprint: Blueprint
     catalog: Catalog
@@ -176,6 +206,36 @@ class Context:
                 fact = Oversubscription(workload, pool, model, need, offer.shared_by, offer.profile, offer.memory_gib)
             if fact.total > fact.gpu_memory:
                 found.append(fact)
+        return tuple(found)
+
+    def namespace_of(self, workload: Workload) -> str:
+        if workload.namespace is not None:
+            return workload.namespace
+        tenant = self.tenants.get(workload.tenant)
+        return tenant.namespaces[0] if tenant is not None else workload.tenant
+
+    @cached_property
+    def gangs(self) -> tuple[Gang, ...]:
+        """Every gang whose pods' GPU requests resolve, in order, with the room its pool and quota leave it."""
+        found = []
+        for workload in self.blueprint.workloads:
+            requests = self.requests.get(workload.name)
+            pool = self.pools.get(workload.pool)
+            if workload.gang is None or requests is None or pool is None:
+                continue
+            resource = requests.gpu_resource
+            amount = dict(requests.items)[resource]
+            offer = offer_for(self.offers.get(pool.name, ()), resource)
+            if offer is None or amount <= 0:
+                continue
+            tenant = self.tenants.get(workload.tenant)
+            quota = {full_resource_name(k): v for k, v in tenant.quota_for(pool.name).items()} if tenant else {}
+            nominal = quota.get(resource)  # a ResourceQuota limits only the resources it names
+            ceiling = None
+            if tenant is not None and nominal is not None:
+                ceiling = self.quota_ceiling(tenant, pool.name, resource, nominal)
+            room = offer.per_node // amount * pool.node_count  # the most nodes an autoscaled pool may have
+            found.append(Gang(workload, pool, resource, amount, room, tenant, ceiling))
         return tuple(found)
 
     def namespace_of(self, workload: Workload) -> str:

@@ -1,17 +1,19 @@
-"""What the quotas, Kueue and Volcano objects gpustack writes need from the blueprint (GS507-GS511)."""
+"""What the quotas, Kueue and Volcano objects gpustack writes need from the blueprint (GS507-GS511), and gangs their
+pool or quota can never hold whole (GS512)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from gpustack.codes import (
+    GANG_NEVER_FITS,
     KUEUE_LENDING_ABOVE_QUOTA,
     KUEUE_NO_NODE_RESOURCES,
     KUEUE_TOO_MANY_TAINTS,
     QUOTA_PER_NAMESPACE,
     VOLCANO_RESERVED_QUEUE,
 )
-from gpustack.context import Context
+from gpustack.context import Context, Gang
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name
@@ -122,10 +124,54 @@ def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def _gang_field(gang: Gang) -> str:
+    """The field that sets how many pods start together: a LeaderWorkerSet group's size, or the workers."""
+    return "size" if gang.workload.size is not None else "workers"
+
+
+def _fixes(gang: Gang, most: int, last: str) -> str:
+    """The hint's ways out: fewer pods in the gang (where `most` > 0 of them fit), smaller pods, or `last`."""
+    ways = [f"lower {_gang_field(gang)} to {most} or less"] if most > 0 else []
+    ways += [f"ask for fewer {gang.resource} per pod", last]
+    return ", ".join(ways[:-1]) + f", or {ways[-1]}"
+
+
+def check_gangs_fit(ctx: Context) -> Iterator[Diagnostic]:
+    """A gang starts all its pods or none: one its pool or its tenant's quota can never hold whole never starts."""
+    for gang in ctx.gangs:
+        workload, pool = gang.workload, gang.pool
+        where = (*workload.path, _gang_field(gang))
+        if not gang.pool_holds_it:
+            yield ctx.warning(
+                GANG_NEVER_FITS,
+                where,
+                f"workload '{workload.name}' starts {gang.size} pods together (all or none), each asking "
+                f"{gang.amount} {gang.resource}; pool '{pool.name}' holds at most {gang.room} such pods at once "
+                "(a pod cannot span nodes), so it never starts",
+                _fixes(gang, gang.room, f"give pool '{pool.name}' more nodes"),
+                related=[(*pool.path, "name")],
+            )
+        if not gang.quota_admits_it and gang.tenant is not None and gang.ceiling is not None:
+            yield ctx.warning(
+                GANG_NEVER_FITS,
+                where,
+                f"workload '{workload.name}' starts {gang.size} pods together (all or none), {gang.total} "
+                f"{gang.resource} in all; tenant '{gang.tenant.name}' may hold at most {gang.ceiling} in pool "
+                f"'{pool.name}', so it is never admitted whole",
+                _fixes(
+                    gang,
+                    gang.ceiling // gang.amount,
+                    f"raise tenant '{gang.tenant.name}''s quota on pool '{pool.name}' to at least {gang.total}",
+                ),
+                related=[(*gang.tenant.path, "quota", pool.name)],
+            )
+
+
 RULES = (
     check_quota_per_namespace,
     check_kueue_pools_have_node_resources,
     check_kueue_flavor_taints,
     check_kueue_lending_limits,
     check_volcano_queue_names,
+    check_gangs_fit,
 )
