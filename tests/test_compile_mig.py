@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from builders import blueprint, context
-from conftest import missing_reference
+from conftest import CONFORMANCE, missing_reference
 from upstream_rules import mig_parted_config_errors, mig_profile_error
 
 from gpustack.compile.mig import build_config_map, compile_mig, mig_config_label
@@ -17,7 +16,6 @@ from gpustack.mig import check_layout
 from gpustack.model import Blueprint
 from gpustack.plan import FamilyOutput
 
-CONFORMANCE = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
 DEFAULT_MIG_PARTED = CONFORMANCE / "default-mig-parted-config.yaml"
 
 

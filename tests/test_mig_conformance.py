@@ -9,18 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import missing_reference
+from conftest import CONFORMANCE, missing_reference
 
 from gpustack.catalog import MigGeometry, load_catalog
 from gpustack.mig import check_layout
 
 pytestmark = pytest.mark.conformance
 
-CONFIG = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "default-mig-parted-config.yaml"
+CONFIG = CONFORMANCE / "default-mig-parted-config.yaml"
 CATALOG = load_catalog()
 _ABSENT = missing_reference(
     "The GPU Operator's default MIG configuration (default-mig-parted-config.yaml)",
