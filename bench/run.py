@@ -53,10 +53,8 @@ from fleet import few_pools, grown, many_pools  # noqa: E402
 
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
 from gpustack.capacity import format_text as capacity_text  # noqa: E402
-from gpustack.catalog import load_catalog  # noqa: E402
 from gpustack.cli import main as cli_main  # noqa: E402
 from gpustack.compile import compile_blueprint  # noqa: E402
-from gpustack.context import Context  # noqa: E402
 from gpustack.outputs import render_stream, streamed  # noqa: E402
 from gpustack.review.loading import side_from_file  # noqa: E402
 from gpustack.review.report import RENDERERS  # noqa: E402
@@ -90,9 +88,9 @@ def _valid(path: str) -> Validation:
 
 
 def compile_stream(path: str) -> str:
-    blueprint = _valid(path).blueprint
-    assert blueprint is not None
-    return render_stream(compile_blueprint(blueprint))
+    context = _valid(path).context
+    assert context is not None
+    return render_stream(compile_blueprint(context))
 
 
 def compile_floor(path: str, objects: list[Any]) -> str:
@@ -123,16 +121,16 @@ def linear_floor(path: str) -> None:
 
 def simulate(result: Validation, objects: list[Any]) -> str:
     """`gpustack simulate`'s work after compile: place every pod, then the report."""
-    assert result.blueprint is not None and result.document is not None
+    assert result.context is not None and result.document is not None
     document = result.document
-    simulation = run_simulation(result.blueprint, objects)
+    simulation = run_simulation(result.context, objects)
     return simulation_text(report_data(simulation, result.file, lambda _which, path: document.span(path)))
 
 
 def simulate_file(path: str) -> str:
     result = _valid(path)
-    assert result.blueprint is not None
-    return simulate(result, [m.obj for m in compile_blueprint(result.blueprint).objects])
+    assert result.context is not None
+    return simulate(result, [m.obj for m in compile_blueprint(result.context).objects])
 
 
 def diff(old: str, new: str) -> str:
@@ -142,9 +140,9 @@ def diff(old: str, new: str) -> str:
 
 
 def capacity(path: str) -> str:
-    blueprint = _valid(path).blueprint
-    assert blueprint is not None
-    return capacity_text(capacity_data(measure_capacity(Context(blueprint, load_catalog())), path))
+    context = _valid(path).context
+    assert context is not None
+    return capacity_text(capacity_data(measure_capacity(context), path))
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -171,8 +169,8 @@ def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> d
     path = folder / f"{shape}-{scale}x.yaml"
     path.write_text(SHAPES[shape](scale), encoding="utf-8")
     validation = _valid(str(path))
-    assert validation.blueprint is not None
-    plan = compile_blueprint(validation.blueprint)
+    assert validation.context is not None
+    plan = compile_blueprint(validation.context)
     objects = [m.obj for m in streamed(plan)]
     everything = [m.obj for m in plan.objects]
     actions: dict[str, Callable[[], object]] = {

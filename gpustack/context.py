@@ -2,7 +2,12 @@
 ceilings) and a way to point at source.
 
 Semantic checks, every compile family, the capacity report and review read the same Context, so a fact is derived
-once.
+once: `validation` builds one per blueprint it reads and keeps it (`Validation.context`); every later stage takes
+that one (tests/test_one_context.py counts them).
+
+Every Context is given its locator: no diagnostic is born without a position. A blueprint read from text points
+into it; a Blueprint built in code (a Pulumi program's `GpuClusterArgs.blueprint`, a test) has no text, and the
+edge that takes it says so by passing `unplaced`: its diagnostics carry their JSON path alone.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ Locate = Callable[[JsonPath, bool], Span | None]
 T = TypeVar("T")
 
 
-def _nowhere(path: JsonPath, key: bool) -> Span | None:
+def unplaced(path: JsonPath, key: bool) -> Span | None:
+    """The locator of a Blueprint built in code: there is no text to point into, so a diagnostic names its path."""
     return None
 
 
@@ -94,7 +100,7 @@ class Gang:
 class Context:
     blueprint: Blueprint
     catalog: Catalog
-    locate: Locate = field(default=_nowhere)
+    locate: Locate  # where a path stands in the blueprint's text (`unplaced`: built in code, no text)
     _derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def derive(self, name: str, compute: Callable[[Context], T]) -> T:
@@ -207,12 +213,6 @@ class Context:
             if fact.total > fact.gpu_memory:
                 found.append(fact)
         return tuple(found)
-
-    def namespace_of(self, workload: Workload) -> str:
-        if workload.namespace is not None:
-            return workload.namespace
-        tenant = self.tenants.get(workload.tenant)
-        return tenant.namespaces[0] if tenant is not None else workload.tenant
 
     @cached_property
     def gangs(self) -> tuple[Gang, ...]:

@@ -6,8 +6,9 @@ own Pulumi programs both use it.
 
 What it registers, in what order and after what, is decided in `gpustack.registration` as plain data (see its
 docstring for the stages); this module only turns each `Registration` into its Pulumi resource. Cloud pools
-(`gpustack.compile.cloud.node_pool_specs`) become their provider's node pool: pulumi-gcp, -aws or -azure-native
-(extras gke, eks, aks) imported only when a pool needs it, or a Karpenter NodePool through pulumi-kubernetes.
+(the Plan's `node_pools`, as compile made them) become their provider's node pool: pulumi-gcp, -aws or
+-azure-native (extras gke, eks, aks) imported only when a pool needs it, or a Karpenter NodePool through
+pulumi-kubernetes.
 """
 
 from __future__ import annotations
@@ -26,12 +27,9 @@ from pulumi_kubernetes.helm.v4 import Chart, RepositoryOptsArgs
 from pulumi_kubernetes.provider import Provider
 from pulumi_kubernetes.yaml.v2 import ConfigGroup
 
-from gpustack.catalog import load_catalog
-from gpustack.compile.cloud import NodePoolSpec, node_pool_specs
-from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Blueprint
-from gpustack.plan import HelmRelease
+from gpustack.plan import HelmRelease, NodePoolSpec
 from gpustack.registration import (
     FIELD_MANAGER_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
@@ -175,7 +173,8 @@ class GpuClusterArgs:
 
     blueprint: str | os.PathLike[str] | Blueprint
     """A blueprint file (relative paths are relative to the working directory, which for `pulumi up` is
-    the project directory), or a Blueprint that validated without errors."""
+    the project directory), or a Blueprint built in code: it goes through the same checks as a file, and an error
+    refuses it (its diagnostics name their JSON paths, as it has no text)."""
     provider: Provider | None = None
     """The Kubernetes provider every child uses; None: the default provider, configured by the stack's
     `kubernetes:*` settings (context, renderYamlToDirectory, upsertExistingObjects, ...)."""
@@ -223,13 +222,11 @@ class GpuCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Validate and compile before registering anything: an invalid blueprint leaves no half-made component.
-        catalog = load_catalog()
         try:
             loaded = load_blueprint(args.blueprint)
             deploy = deploy_plan(
-                loaded.blueprint,
+                loaded.context,
                 own_node_taints=args.own_node_taints,
-                catalog=catalog,
                 warnings=loaded.diagnostics,
                 source_line=loaded.source_line,
             )
@@ -238,7 +235,7 @@ class GpuCluster(pulumi.ComponentResource):
         if deploy.warnings:
             # Warnings do not stop `pulumi up`, as they do not stop `gpustack compile`; they show in its output.
             pulumi.log.warn(format_text(deploy.warnings, loaded.source_line))
-        node_pools = node_pool_specs(Context(loaded.blueprint, catalog))
+        node_pools = deploy.plan.node_pools
         require_packages(node_pools)
         super().__init__(TYPE, name, None, opts)
         self._args = args
@@ -259,7 +256,7 @@ class GpuCluster(pulumi.ComponentResource):
             made[step.name] = self._register(step, [made[dependency] for dependency in step.depends_on])
 
         blueprint = loaded.blueprint
-        self.pools = pool_outputs(blueprint, catalog)
+        self.pools = pool_outputs(loaded.context)
         self.tenants = tenant_outputs(blueprint, deploy.plan)
         self.releases = release_outputs(deploy.plan.releases)
         self.nodes = [spec.node for spec in deploy.node_patches]

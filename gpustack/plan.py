@@ -1,7 +1,14 @@
-"""What compile produces: plain-data Kubernetes objects, Helm releases and text artefacts, in apply order."""
+"""What compile produces: plain-data Kubernetes objects, Helm releases and text artefacts, in apply order, and what
+apply needs of each node pool (its nodes' labels, taints and MIG config; a cloud pool's provider node pool).
+
+Like Terraform's plans package: apply reads the plan and never derives it again. Deploy, registration, rollout,
+drift and review read the pools here, so none of them reaches into a compile family (pyproject.toml's
+`apply-reads-the-plan` contract).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -9,6 +16,10 @@ from typing import Any
 from gpustack.diagnostic import Diagnostic
 
 Object = dict[str, Any]
+
+# The output families of the Node patches: a node's labels, and (kept out of the kustomization) its taints.
+NODES_FAMILY = "nodes"
+NODE_TAINTS_FAMILY = "node-taints"
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,56 @@ class Prerequisite:
 
 
 @dataclass(frozen=True)
+class NodeTaint:
+    """A taint gpustack puts on a pool's nodes (fits `taints.TaintLike`)."""
+
+    key: str
+    value: str | None
+    effect: str
+
+
+@dataclass(frozen=True)
+class PoolNodes:
+    """What gpustack sets on every node of one pool, derived once by compile (the Node patches carry the same).
+
+    `labels` is read-only: every Node patch of the pool shares the one mapping (10,000 nodes held 15 MB of copies),
+    so nothing may change it once compiled, and the type says so.
+    """
+
+    pool: str
+    nodes: tuple[str, ...]  # a static pool's nodes; () for a selector pool, whose provider makes them
+    selector: str | None  # how a selector pool's nodes are found (a label selector, in words); None: static
+    labels: Mapping[str, str]  # gpustack's keys first, then the pool's own labels
+    taints: tuple[NodeTaint, ...]  # blueprint order
+    mig_config: str | None  # the nvidia.com/mig.config value; None where no MIG manager acts
+
+
+# The resource each provider's node pool is, in Pulumi's words (Karpenter's is a Kubernetes object).
+NODE_POOL_RESOURCES = {
+    "gke": "gcp.container.NodePool",
+    "eks": "aws.eks.NodeGroup",
+    "aks": "azure-native.containerservice.AgentPool",
+    "karpenter": "karpenter.sh/v1 NodePool",
+}
+
+
+@dataclass(frozen=True)
+class NodePoolSpec:
+    """One provider node pool: its Pulumi inputs (argument names as pulumi-gcp/aws/azure-native spell them in
+    Python; for Karpenter, the NodePool object) and the file `gpustack compile` writes for it."""
+
+    pool: str
+    provider: str
+    args: Object
+    file: str
+    document: Object
+
+    @property
+    def resource(self) -> str:
+        return NODE_POOL_RESOURCES[self.provider]
+
+
+@dataclass(frozen=True)
 class Plan:
     blueprint: str
     objects: tuple[Manifest, ...]
@@ -99,6 +160,15 @@ class Plan:
     artifacts: tuple[Artifact, ...]
     diagnostics: tuple[Diagnostic, ...] = field(default=())  # warnings to show; an error here means do not write
     prerequisites: tuple[Prerequisite, ...] = field(default=())
+    pools: tuple[PoolNodes, ...] = field(default=())  # every node pool, in blueprint order
+    node_pools: tuple[NodePoolSpec, ...] = field(default=())  # the cloud pools' provider node pools, blueprint order
+
+    def pool(self, name: str) -> PoolNodes | None:
+        return self._pools.get(name)
+
+    @cached_property
+    def _pools(self) -> dict[str, PoolNodes]:
+        return {pool.pool: pool for pool in self.pools}
 
     def by_family(self, family: str) -> tuple[Manifest, ...]:
         return tuple(m for m in self.objects if m.family == family)
@@ -119,3 +189,5 @@ class FamilyOutput:
     artifacts: list[Artifact] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     prerequisites: list[Prerequisite] = field(default_factory=list)
+    pools: list[PoolNodes] = field(default_factory=list)
+    node_pools: list[NodePoolSpec] = field(default_factory=list)

@@ -11,9 +11,10 @@ What is registered, in dependency order (each stage waits for every earlier one)
    and `<name>-tenancy` (ResourceQuotas, LimitRanges: admission reads them, so they must exist before any
    pod in their namespace, or that pod escapes the quota and the defaults).
 2. One `core/v1` NodePatch per node of a static pool: gpustack's labels, and the pool's taints only with
-   `own_node_taints`. Each waits for a read of its Node (`Node.get`), which fails on a node that does not exist:
-   a patch alone would create it. Selector pools get no patch: their provider labels their nodes.
-   After the MIG ConfigMap, because the GPU Operator acts on a node's `nvidia.com/mig.config` at once.
+   `own_node_taints` (both read from the Plan's `PoolNodes`, never derived again). Each waits for a read of its
+   Node (`Node.get`), which fails on a node that does not exist: a patch alone would create it. Selector pools
+   get no patch: their provider labels their nodes. After the MIG ConfigMap, because the GPU Operator acts on a
+   node's `nvidia.com/mig.config` at once.
 3. Every Helm release of the Plan (the GPU Operator or the NVIDIA device plugin; HAMi, Volcano or Kueue where
    used) with the compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm
    hooks (GPU Operator, HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. Both wait for their
@@ -37,19 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpustack.catalog import Catalog
 from gpustack.compile import KIND_RANK, WORKLOAD_RANK, compile_blueprint
-from gpustack.compile.nodes import FAMILY as NODES_FAMILY
-from gpustack.compile.nodes import TAINTS_FAMILY
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, Severity, sort_diagnostics
 from gpustack.model import Blueprint
 from gpustack.names import FIELD_MANAGER
-from gpustack.plan import HelmRelease, Manifest, Object, Plan
+from gpustack.plan import NODE_TAINTS_FAMILY, NODES_FAMILY, HelmRelease, Manifest, Object, Plan
 from gpustack.quantity import json_number
-from gpustack.report import SourceLine, format_text
+from gpustack.report import SourceLine, format_text, stop_summary
 from gpustack.selection import describe_selection
-from gpustack.validation import source_lines, validate_path
+from gpustack.taints import taint_object
+from gpustack.validation import source_lines, validate_blueprint, validate_path
 
 # pulumi-kubernetes reads these annotations from a resource's own metadata (and writes them to the object).
 FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
@@ -81,7 +80,7 @@ BUILTIN_API_GROUPS = frozenset(
     }
 )
 TENANCY_KINDS = frozenset({"ResourceQuota", "LimitRange"})
-NODE_FAMILIES = frozenset({NODES_FAMILY, TAINTS_FAMILY})
+NODE_FAMILIES = frozenset({NODES_FAMILY, NODE_TAINTS_FAMILY})
 
 # ConfigGroup names (suffixes of the component's name), in apply order. Renaming one re-creates its objects.
 NAMESPACES = "namespaces"
@@ -142,32 +141,28 @@ def group_of(manifest: Manifest) -> str:
 
 
 def node_patch_specs(plan: Plan, own_node_taints: bool) -> list[NodePatchSpec]:
-    """One spec per node, in Plan order. Labels and taints go in one patch because both are applied by the
-    one `gpustack` field manager: two patches under one manager would each drop what the other applied."""
-    labels: dict[str, dict[str, str]] = {}
-    taints: dict[str, list[Object]] = {}
-    for manifest in plan.objects:
-        if manifest.family == NODES_FAMILY:
-            labels[manifest.name] = dict(manifest.obj["metadata"].get("labels", {}))
-        elif manifest.family == TAINTS_FAMILY:
-            taints[manifest.name] = list(manifest.obj["spec"]["taints"])
-    nodes = list(dict.fromkeys([*labels, *taints]))
-    return [
-        NodePatchSpec(node, labels.get(node, {}), taints.get(node) if own_node_taints and node in taints else None)
-        for node in nodes
-    ]
+    """One spec per node of a static pool, by node name (the Plan's order of Node patches), from the Plan's pools.
+    Labels and taints go in one patch because both are applied by the one `gpustack` field manager: two patches
+    under one manager would each drop what the other applied."""
+    specs: dict[str, NodePatchSpec] = {}
+    for pool in plan.pools:
+        taints = [taint_object(taint) for taint in pool.taints] if own_node_taints and pool.taints else None
+        for node in pool.nodes:
+            specs[node] = NodePatchSpec(node, pool.labels, taints)
+    return [specs[node] for node in sorted(specs)]
 
 
 def deploy_plan(
-    blueprint: Blueprint,
+    context: Context,
     *,
     own_node_taints: bool = False,
-    catalog: Catalog | None = None,
     warnings: Iterable[Diagnostic] = (),
     source_line: SourceLine | None = None,
 ) -> DeployPlan:
-    """Compile and cut the Plan; raises InvalidBlueprint when compile reports an error."""
-    plan = compile_blueprint(blueprint, catalog)
+    """Compile (from the blueprint's one Context, its validation's) and cut the Plan; raises InvalidBlueprint when
+    compile reports an error."""
+    blueprint = context.blueprint
+    plan = compile_blueprint(context)
     diagnostics = sort_diagnostics([*warnings, *plan.diagnostics])
     if any(d.severity is Severity.ERROR for d in diagnostics):
         raise InvalidBlueprint(failure_text(blueprint.source, diagnostics, source_line), diagnostics)
@@ -186,39 +181,40 @@ def deploy_plan(
     )
 
 
-def _no_source(file: str, line: int) -> str:
-    return ""
-
-
 def failure_text(file: str, diagnostics: Sequence[Diagnostic], source_line: SourceLine | None = None) -> str:
-    """What `gpustack compile` prints for an invalid blueprint: every diagnostic with its source line."""
-    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-    text = format_text(diagnostics, source_line or _no_source)
-    return f"{text}\n\n{file}: {errors} error(s); nothing applied"
+    """What `gpustack compile` prints for an invalid blueprint (the shared reporter's text and closing line)."""
+    text = format_text(diagnostics, source_line) if source_line is not None else format_text(diagnostics)
+    return f"{text}\n\n{stop_summary([file], diagnostics, 'nothing applied')}"
 
 
 @dataclass(frozen=True)
 class LoadedBlueprint:
-    blueprint: Blueprint
+    context: Context  # the blueprint's one Context: its validation's, which compile and the outputs take
     diagnostics: tuple[Diagnostic, ...]  # warnings only: errors raise
     source_line: SourceLine  # the blueprint's text by line, for diagnostics with a caret
 
+    @property
+    def blueprint(self) -> Blueprint:
+        return self.context.blueprint
+
 
 def load_blueprint(blueprint: str | os.PathLike[str] | Blueprint) -> LoadedBlueprint:
-    """A valid Blueprint and its warnings, or InvalidBlueprint with `gpustack validate`'s text."""
-    if isinstance(blueprint, Blueprint):
-        return LoadedBlueprint(blueprint, (), _no_source)
-    validation = validate_path(Path(blueprint))
+    """A valid blueprint and its warnings, or InvalidBlueprint with `gpustack validate`'s text.
+
+    A file, or a Blueprint built in code: both go through the same checks (the gate a file goes through), and an
+    error refuses either.
+    """
+    validation = validate_blueprint(blueprint) if isinstance(blueprint, Blueprint) else validate_path(Path(blueprint))
     source_line = source_lines([validation])
     diagnostics = tuple(sort_diagnostics(validation.diagnostics))
-    if not validation.ok or validation.blueprint is None:
+    if not validation.ok or validation.context is None:
         raise InvalidBlueprint(failure_text(validation.file, diagnostics, source_line), diagnostics)
-    return LoadedBlueprint(validation.blueprint, diagnostics, source_line)
+    return LoadedBlueprint(validation.context, diagnostics, source_line)
 
 
-def pool_outputs(blueprint: Blueprint, catalog: Catalog) -> list[dict[str, Any]]:
+def pool_outputs(context: Context) -> list[dict[str, Any]]:
     """Per pool: the GPU, the nodes, and each advertised resource with its capacity and isolation."""
-    context = Context(blueprint, catalog)
+    blueprint = context.blueprint
     pools = []
     for pool in blueprint.pools:
         model = context.models.get(pool.name)

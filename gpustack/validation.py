@@ -2,6 +2,8 @@
 
 Every command reads a blueprint through here, and its workload templates through `read_templates`, the one door
 that confines them: a template is a relative path inside the blueprint's folder (on disk, or at a git revision).
+A valid blueprint's `Validation` keeps the `Context` the checks ran on: compile, capacity, graph, simulate, drift
+and review take that one, so a command derives each fact once and every diagnostic points into the text.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import TEMPLATE_UNREADABLE
 from gpustack.collector import paused
-from gpustack.context import Locate
+from gpustack.context import Context, Locate, unplaced
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span, has_errors, sort_diagnostics
 from gpustack.load import MAX_BYTES, Document, parse_document, read_document
 from gpustack.model import Blueprint
@@ -50,6 +52,7 @@ class Validation:
     document: Document | None
     blueprint: Blueprint | None  # None when the shape is wrong: semantic checks need a well-formed blueprint
     diagnostics: tuple[Diagnostic, ...]
+    context: Context | None = None  # what the checks ran on (None with the blueprint): every later stage takes it
 
     @property
     def ok(self) -> bool:
@@ -58,7 +61,17 @@ class Validation:
     def strict(self) -> Validation:
         """Warnings count as errors."""
         promoted = tuple(d.as_error() if d.severity is Severity.WARNING else d for d in self.diagnostics)
-        return Validation(self.file, self.document, self.blueprint, promoted)
+        return dataclasses.replace(self, diagnostics=promoted)
+
+    def text_only(self) -> Validation:
+        """This result with its document holding only its text, its context's locator too (`Document.text_only`):
+        what compile keeps once validation has read the data; the same spans are found again from the text."""
+        if self.document is None:
+            return self
+        locate = self.context.locate if self.context is not None else None
+        if isinstance(locate, DocumentLocator) and locate.document is self.document:
+            return dataclasses.replace(self, document=locate.keep_text_only())
+        return dataclasses.replace(self, document=self.document.text_only())
 
 
 @paused()  # see gpustack/collector.py
@@ -72,17 +85,42 @@ def validate_document(document: Document, read_template: ReadTemplate | None = N
     unread: list[Diagnostic] = []
     if read_template is not None:
         blueprint, unread = read_templates(blueprint, read_template, locate)
-    found = run_checks(blueprint, load_catalog(), locate)
-    return Validation(document.file, document, blueprint, tuple(sort_diagnostics([*found, *unread])))
+    context = Context(blueprint, load_catalog(), locate)  # the run's one Context for this blueprint
+    found = run_checks(context)
+    return Validation(document.file, document, blueprint, tuple(sort_diagnostics([*found, *unread])), context)
+
+
+class DocumentLocator:
+    """Where a path (or its key) stands in a document: the locator of every Context read from text.
+
+    It holds the document, so that a command can let go of the parsed data once validation has read it
+    (`Validation.text_only`): later spans are found again from the text, as the loaded document gives them.
+    """
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+
+    def __call__(self, path: JsonPath, key: bool) -> Span | None:
+        return self.document.span(path, key=key)
+
+    def keep_text_only(self) -> Document:
+        self.document = self.document.text_only()
+        return self.document
 
 
 def document_locator(document: Document) -> Locate:
     """Where a path (or its key) stands in the document, for checks that only know paths."""
+    return DocumentLocator(document)
 
-    def locate(path: JsonPath, key: bool) -> Span | None:
-        return document.span(path, key=key)
 
-    return locate
+def validate_blueprint(blueprint: Blueprint) -> Validation:
+    """A Blueprint built in code (a Pulumi program's `GpuClusterArgs.blueprint`), through the same checks as a file.
+
+    It has no text, so its context is `unplaced`: a diagnostic names its JSON path. Its templates are the ones it
+    holds (whoever built it read them).
+    """
+    context = Context(blueprint, load_catalog(), unplaced)
+    return Validation(blueprint.source, None, blueprint, tuple(run_checks(context)), context)
 
 
 def validate_text(text: str | bytes, file: str, read_template: ReadTemplate | None = None) -> Validation:

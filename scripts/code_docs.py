@@ -74,7 +74,7 @@ def _case_examples() -> Iterator[tuple[str, str, str, str]]:
             for diagnostic in result.diagnostics:
                 yield diagnostic.code, file, "validate", _shown(diagnostic, _lines_of(result))
             if result.ok and result.blueprint is not None:
-                for diagnostic in compile_blueprint(result.blueprint).diagnostics:
+                for diagnostic in compile_blueprint(result.context).diagnostics:
                     yield diagnostic.code, file, "compile", _shown(diagnostic, _lines_of(result))
 
 
@@ -89,7 +89,7 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "notes.txt").write_text("mine\n", encoding="utf-8")
         try:
-            write_directory(compile_blueprint(quickstart.blueprint), folder)
+            write_directory(compile_blueprint(quickstart.context), folder)
         except DiagnosticError as error:
             text = _shown(error.diagnostics[0], {}).replace(folder, "out")
             yield OUTPUT_UNSAFE, "", "compile blueprints/quickstart.yaml -d out", text

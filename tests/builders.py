@@ -7,8 +7,10 @@ from typing import Any
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
-from gpustack.context import Context
+from gpustack.compile import compile_blueprint
+from gpustack.context import Context, unplaced
 from gpustack.model import Blueprint
+from gpustack.plan import Plan
 from gpustack.validation import validate_text
 
 
@@ -30,7 +32,18 @@ def blueprint(*pools: dict, **spec: Any) -> Blueprint:
 
 
 def context(bp: Blueprint) -> Context:
-    return Context(bp, load_catalog())
+    return sourceless(bp)
+
+
+def planned(bp: Blueprint) -> tuple[Context, Plan]:
+    """A blueprint built in code, with its Plan compiled from its one Context."""
+    ctx = sourceless(bp)
+    return ctx, compile_blueprint(ctx)
+
+
+def sourceless(bp: Blueprint) -> Context:
+    """The Context of a blueprint built in code: it has no text, so what it reports names JSON paths (`unplaced`)."""
+    return Context(bp, load_catalog(), unplaced)
 
 
 # One L4 pool, one tenant, one Deployment: the smallest blueprint that compiles every family a tenant touches.

@@ -14,10 +14,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from builders import sourceless
+
 from gpustack.catalog import load_catalog
 from gpustack.compile import compile_blueprint
 from gpustack.compile.nodes import node_labels, node_taints
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.model import Blueprint, MigStrategy, NodePool, SharingStrategy
 from gpustack.offers import pool_offers
 from gpustack.simulate.inventory import selector_labels
@@ -58,14 +60,14 @@ def gfd_labels(bp: Blueprint, pool_name: str) -> dict[str, str]:
 
 def _nodes(bp: Blueprint) -> list[tuple[NodePool, str, dict[str, str], list[Any]]]:
     """(pool, node, labels gpustack's output puts there, taints) for every node the blueprint implies."""
-    plan = compile_blueprint(bp)
+    plan = compile_blueprint(sourceless(bp))
     taints = {m.obj["metadata"]["name"]: m.obj["spec"]["taints"] for m in plan.by_family("node-taints")}
     out = []
     for manifest in plan.by_family("nodes"):
         name = manifest.obj["metadata"]["name"]
         pool = next(p for p in bp.pools if name in p.nodes)
         out.append((pool, name, manifest.obj["metadata"]["labels"], taints.get(name, [])))
-    ctx = Context(bp, load_catalog())
+    ctx = Context(bp, load_catalog(), unplaced)
     for pool in bp.pools:
         if pool.selector is None:
             continue
@@ -78,7 +80,7 @@ def _nodes(bp: Blueprint) -> list[tuple[NodePool, str, dict[str, str], list[Any]
 
 def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
     """A `v1 List` of the blueprint's nodes, labelled and tainted as compiled, plus the plugin and MIG ConfigMaps."""
-    plan = compile_blueprint(bp)
+    plan = compile_blueprint(sourceless(bp))
     items: list[dict[str, Any]] = []
     for pool, name, labels, taints in _nodes(bp):
         model = load_catalog().resolve(pool.gpu.model) if pool.gpu is not None else None

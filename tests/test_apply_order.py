@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from builders import sourceless
 from conftest import BLUEPRINTS
 
 from gpustack.compile import compile_blueprint
@@ -27,14 +28,14 @@ def steps(readme: str) -> list[str]:
 def test_the_readme_applies_in_pulumis_stage_order(example: Path) -> None:
     blueprint = validate_path(example).blueprint
     assert blueprint is not None
-    plan = compile_blueprint(blueprint)
+    plan = compile_blueprint(sourceless(blueprint))
     files = render_files(plan)
     readme = files["README.md"]
     ordered = steps(readme)
     # Step 1 is exactly Pulumi's stages 0 and 1: namespaces, cluster-wide objects, quotas and limit ranges.
     first = re.findall(r"-f (\S+)", ordered[0])
     first_objects = [doc for file in first for doc in yaml.safe_load_all(files[file]) if doc]
-    stages = deploy_plan(blueprint).groups
+    stages = deploy_plan(sourceless(blueprint)).groups
     pulumi_first = [obj for group in (NAMESPACES, CLUSTER, TENANCY) for obj in stages.get(group, [])]
     key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
     assert sorted(map(key, first_objects)) == sorted(map(key, pulumi_first))

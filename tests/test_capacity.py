@@ -10,7 +10,7 @@ import pytest
 from gpustack.capacity import Capacity, capacity_data, measure_capacity
 from gpustack.capacity_chart import chart_rows, render_chart
 from gpustack.catalog import load_catalog
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.validation import validate_path
 
 BLUEPRINTS = Path(__file__).resolve().parents[1] / "blueprints"
@@ -20,7 +20,7 @@ CASES = Path(__file__).parent / "cases" / "simulate"
 def measure(path: Path) -> Capacity:
     result = validate_path(path)
     assert result.ok and result.blueprint is not None
-    return measure_capacity(Context(result.blueprint, load_catalog()))
+    return measure_capacity(Context(result.blueprint, load_catalog(), unplaced))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from conftest import BLUEPRINTS
 from gpustack.capacity import capacity_data, measure_capacity
 from gpustack.capacity_chart import chart_rows, render_chart, text_width
 from gpustack.catalog import load_catalog
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.validation import validate_path
 
 ImageFont = pytest.importorskip("PIL.ImageFont", reason="Pillow is not installed: pip install -e '.[test]'")
@@ -38,7 +38,7 @@ def font_file(bold: bool) -> str:
 def data_of(blueprint: Path) -> dict[str, Any]:
     result = validate_path(blueprint)
     assert result.blueprint is not None
-    return capacity_data(measure_capacity(Context(result.blueprint, load_catalog())), blueprint.name)
+    return capacity_data(measure_capacity(Context(result.blueprint, load_catalog(), unplaced)), blueprint.name)
 
 
 def long_names() -> dict[str, Any]:

@@ -10,14 +10,15 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 
 from gpustack.catalog import load_catalog
 from gpustack.cloud import machine_table, pool_machine
 from gpustack.codes import CLOUD_SELECTOR_ELSEWHERE, COMBINATION, MACHINE_TYPE_MISMATCH
 from gpustack.compile import compile_blueprint
-from gpustack.compile.cloud import node_pool_specs, replacing_changes
+from gpustack.compile.cloud import node_pool_specs
 from gpustack.outputs import render_files
+from gpustack.review.risks.cloud import replacing_changes
 from gpustack.validation import validate_text
 
 KARPENTER_SCHEMA = Path(__file__).parent / "schemas" / "karpenter-nodepool-v1.schema.json"
@@ -246,7 +247,7 @@ def test_compile_writes_each_cloud_pool_in_its_providers_shape_and_lists_it() ->
         pool("aks", "T4", 1, name="a"),
         pool("karpenter", "L4", 1, name="k"),
     )
-    files = render_files(compile_blueprint(bp))
+    files = render_files(compile_blueprint(sourceless(bp)))
     gke = yaml.safe_load(files["cloud/g.gke.yaml"])["google_container_node_pool"]
     assert gke["node_config"]["machine_type"] == "g2-standard-4"
     eks = yaml.safe_load(files["cloud/e.eks.yaml"])["managedNodeGroups"][0]
@@ -283,15 +284,18 @@ def test_simulate_reports_pods_that_fit_only_after_an_autoscaled_pool_grows() ->
     }
     more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
     bp = blueprint(pool("gke", "L4", 1, minNodes=1, maxNodes=3), **more)
-    objects = [m.obj for m in compile_blueprint(bp).objects]
-    simulation = run_simulation(bp, objects)
+    objects = [m.obj for m in compile_blueprint(sourceless(bp)).objects]
+    simulation = run_simulation(sourceless(bp), objects)
     assert len(simulation.outcome.placed) == 3 and not simulation.outcome.pending  # at the most: all fit
     assert len(simulation.after_scale_up) == 2  # the one node always there holds one
     data = report_data(simulation, "bp.yaml")
     assert data["summary"]["afterScaleUp"] == 2 and data["workloads"][0]["afterScaleUp"] == 2
     assert "3/3 placed, 2 only after scale-up" in format_text(data)
     fixed = blueprint(_fixed(pool("gke", "L4", 1), 3), **more)
-    assert run_simulation(fixed, [m.obj for m in compile_blueprint(fixed).objects]).after_scale_up == ()
+    assert (
+        run_simulation(sourceless(fixed), [m.obj for m in compile_blueprint(sourceless(fixed)).objects]).after_scale_up
+        == ()
+    )
 
 
 def test_capacity_states_an_autoscaled_pools_gpus_at_min_and_at_max() -> None:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import sourceless
 from conftest import BLUEPRINTS
 
 from gpustack.capacity import measure_capacity
 from gpustack.catalog import load_catalog
 from gpustack.collector import paused
 from gpustack.compile import compile_blueprint
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.outputs import render_files, render_stream
 from gpustack.review.review import review_change
 from gpustack.review.snapshot import Snapshot
@@ -84,13 +85,13 @@ def test_compiling_writing_simulating_and_reviewing_make_no_cycles_but_one_sandb
     assert blueprint is not None
 
     def stages() -> None:
-        plan = compile_blueprint(blueprint)
+        plan = compile_blueprint(sourceless(blueprint))
         render_files(plan)
         render_stream(plan)
-        run_simulation(blueprint, [m.obj for m in plan.objects])
-        measure_capacity(Context(blueprint, load_catalog()))
-        review_change(Snapshot("base", None), Snapshot(str(path), blueprint))
-        review_change(Snapshot("old", blueprint), Snapshot("new", blueprint))
+        run_simulation(sourceless(blueprint), [m.obj for m in plan.objects])
+        measure_capacity(Context(blueprint, load_catalog(), unplaced))
+        review_change(Snapshot("base", None), Snapshot(str(path), sourceless(blueprint)))
+        review_change(Snapshot("old", sourceless(blueprint)), Snapshot("new", sourceless(blueprint)))
 
     garbage = cyclic_garbage(stages)
     assert _kinds(garbage) <= JINJA
@@ -132,4 +133,4 @@ def test_workloads_sharing_a_template_share_one_sandbox(cyclic_garbage: Any, tmp
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
     assert [w.template for w in result.blueprint.workloads].count("templates/finetune-job.yaml.j2") == 2
     assert _sandboxes(cyclic_garbage(lambda: validate_path(path))) == 1
-    assert _sandboxes(cyclic_garbage(lambda: compile_blueprint(result.blueprint))) == 1  # type: ignore[arg-type]
+    assert _sandboxes(cyclic_garbage(lambda: compile_blueprint(sourceless(result.blueprint)))) == 1  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ import manifest_schemas
 import pytest
 import yaml
 from admission_cel import Admission, Request, Verdict, policy_expressions
+from builders import sourceless
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.build import build_blueprint
@@ -34,7 +35,7 @@ from gpustack.catalog import load_catalog
 from gpustack.codes import NO_ADMISSION_POLICIES, QUOTA_PER_NAMESPACE, SYSTEM_NAMESPACE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.admission import FILE, NON_TENANT_POLICY, UNKNOWN_TENANT_POLICY, compile_admission
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.model import PRIORITY_VALUES, Blueprint, Scheduler, SharingStrategy
 from gpustack.names import DEVICE_ENV, MANAGED_BY, POOL_LABEL, TENANT_LABEL, VOLCANO_SCHEDULER
 from gpustack.plan import Plan
@@ -73,7 +74,7 @@ def blueprint_named(name: str) -> Blueprint:
 
 @functools.cache
 def plan_named(name: str) -> Plan:
-    return compile_blueprint(blueprint_named(name))
+    return compile_blueprint(sourceless(blueprint_named(name)))
 
 
 @functools.cache
@@ -82,7 +83,7 @@ def admission_named(name: str) -> Admission:
 
 
 def context_named(name: str) -> Context:
-    return Context(blueprint_named(name), load_catalog())
+    return Context(blueprint_named(name), load_catalog(), unplaced)
 
 
 def namespace_object(blueprint: str, name: str, extra: dict[str, str | None] | None = None) -> dict[str, Any]:
@@ -649,7 +650,7 @@ def test_a_system_namespace_handed_to_a_tenant_is_still_not_checked() -> None:
     # The validator refuses it (GS206), and warns that the tenant's quota now counts twice (GS507).
     assert sorted(d.code for d in result.diagnostics) == [SYSTEM_NAMESPACE, QUOTA_PER_NAMESPACE]
     # Compile is still safe if handed such a blueprint: the system namespace stays out of the tenant's policy.
-    objects = [m.obj for m in compile_blueprint(build_blueprint(data)).by_family("admission")]
+    objects = [m.obj for m in compile_blueprint(sourceless(build_blueprint(data))).by_family("admission")]
     binding = next(o for o in objects if o["metadata"]["name"] == "gpustack-tenant-ml" and "policyName" in o["spec"])
     assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["ml"]
     device_plugin = {**pod("plugin", tolerations=[{"key": "gpustack.io/pool", "operator": "Exists"}])}
@@ -670,8 +671,8 @@ def test_kubernetes_without_the_api_gets_no_policies_and_a_warning(version: str)
     text = blueprint_text("seed-article", kubernetes={"version": version})
     result = validate_text(text, "old.json")
     assert result.ok and result.blueprint is not None
-    assert compile_admission(Context(result.blueprint, load_catalog())).objects == []
-    assert compile_blueprint(result.blueprint).by_family("admission") == ()
+    assert compile_admission(Context(result.blueprint, load_catalog(), unplaced)).objects == []
+    assert compile_blueprint(sourceless(result.blueprint)).by_family("admission") == ()
     assert [d.code for d in result.diagnostics if d.code == NO_ADMISSION_POLICIES] == [NO_ADMISSION_POLICIES]
 
 
@@ -679,7 +680,7 @@ def test_kubernetes_without_the_api_gets_no_policies_and_a_warning(version: str)
 def test_kubernetes_with_the_api_gets_policies_and_no_warning(version: str) -> None:
     result = validate_text(blueprint_text("seed-article", kubernetes={"version": version}), "new.json")
     assert result.ok and result.blueprint is not None
-    assert compile_blueprint(result.blueprint).by_family("admission")
+    assert compile_blueprint(sourceless(result.blueprint)).by_family("admission")
     assert NO_ADMISSION_POLICIES not in [d.code for d in result.diagnostics]
 
 
@@ -715,7 +716,7 @@ def test_no_granted_taint_means_no_toleration_rule_for_namespaces_without_a_tena
     data["spec"]["nodePools"].append(spare)
     result = validate_text(json.dumps(data), "untainted.json")
     assert result.blueprint is not None, [d.message for d in result.diagnostics]
-    objects = compile_blueprint(result.blueprint).by_family("admission")
+    objects = compile_blueprint(sourceless(result.blueprint)).by_family("admission")
     policies = {m.name: m.obj for m in objects if m.kind == "ValidatingAdmissionPolicy"}
     assert "gpustack-tenant-payments" in policies
     declared = {v["name"] for v in policies[NON_TENANT_POLICY]["spec"]["variables"]}
@@ -723,8 +724,8 @@ def test_no_granted_taint_means_no_toleration_rule_for_namespaces_without_a_tena
 
 
 def test_output_is_deterministic_and_in_apply_order() -> None:
-    first = compile_blueprint(blueprint_named("edge-cases")).by_family("admission")
-    second = compile_blueprint(blueprint_named("edge-cases")).by_family("admission")
+    first = compile_blueprint(sourceless(blueprint_named("edge-cases"))).by_family("admission")
+    second = compile_blueprint(sourceless(blueprint_named("edge-cases"))).by_family("admission")
     assert [m.obj for m in first] == [m.obj for m in second]
     kinds = [m.kind for m in first]
     assert kinds == sorted(kinds, key=lambda k: k != "ValidatingAdmissionPolicy")  # policies before their bindings

@@ -386,8 +386,8 @@ import sys, yaml
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.compile import device_plugin, mig, nodes, topology
-from gpustack.context import Context
-ctx = Context(build_blueprint(yaml.safe_load(sys.stdin.read())), load_catalog())
+from gpustack.context import Context, unplaced
+ctx = Context(build_blueprint(yaml.safe_load(sys.stdin.read())), load_catalog(), unplaced)
 for family in (device_plugin.compile_device_plugin, mig.compile_mig, nodes.compile_nodes, topology.compile_topology):
     print(repr(family(ctx)))
 """

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from builders import sourceless
 from click.testing import CliRunner
 from conftest import BLUEPRINTS, CASES, UPDATE_GOLDEN
 from manifest_schemas import CRD_GROUP_SUFFIXES, newest_version, validate_any
 
-from gpustack.catalog import load_catalog
 from gpustack.cli import group, main
 from gpustack.codes import OUTPUT_UNSAFE
 from gpustack.compile import compile_blueprint
@@ -37,7 +37,7 @@ EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
 def compiled(path: Path) -> Plan:
     result = validate_path(path)
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(result.context)  # the one Context validation built, as the command does
     assert plan.diagnostics == (), "compile reports nothing the checks did not"
     return plan
 
@@ -49,8 +49,8 @@ def is_custom_resource(obj: dict) -> bool:
 
 def context(path: Path) -> Context:
     result = validate_path(path)
-    assert result.blueprint is not None
-    return Context(result.blueprint, load_catalog())
+    assert result.context is not None
+    return result.context
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -106,7 +106,7 @@ def pod_specs(obj: dict) -> list[dict]:
 def test_seed_traps_cannot_happen(example: Path) -> None:
     """Every taint has its toleration, every resource name is advertised, every MIG config is a real layout."""
     ctx = context(example)
-    plan = compile_blueprint(ctx.blueprint)
+    plan = compile_blueprint(sourceless(ctx.blueprint))
     for manifest in plan.by_family("workloads"):
         labels = manifest.obj["metadata"]["labels"]
         if "gpustack.io/pool" not in labels or not pod_specs(manifest.obj):

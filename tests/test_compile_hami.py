@@ -8,7 +8,7 @@ from typing import Any
 
 import manifest_schemas
 import pytest
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 from conftest import CASES
 
 from gpustack.codes import (
@@ -80,7 +80,7 @@ def sample(**spec: Any) -> Blueprint:
 
 @functools.cache
 def plan() -> Plan:
-    return compile_blueprint(sample())
+    return compile_blueprint(sourceless(sample()))
 
 
 def release(p: Plan | None = None) -> HelmRelease:
@@ -112,7 +112,7 @@ def test_release_is_pinned_with_defaults_and_overrides() -> None:
         "kube-system",
     )
     assert hami.values_file == "hami/values.yaml"
-    custom = release(compile_blueprint(sample(hami={"chartVersion": "2.9.1", "namespace": "hami-system"})))
+    custom = release(compile_blueprint(sourceless(sample(hami={"chartVersion": "2.9.1", "namespace": "hami-system"}))))
     assert (custom.version, custom.namespace) == ("2.9.1", "hami-system")
 
 
@@ -167,7 +167,7 @@ def test_workloads_on_hami_pools_use_hamis_scheduler_whatever_the_tenants() -> N
 
 
 def test_scheduler_name_follows_the_blueprint() -> None:
-    p = compile_blueprint(sample(hami={"schedulerName": "vgpu-scheduler"}))
+    p = compile_blueprint(sourceless(sample(hami={"schedulerName": "vgpu-scheduler"})))
     assert release(p).values["schedulerName"] == "vgpu-scheduler"
     job = next(m.obj for m in p.objects if m.kind == "Deployment")
     assert job["spec"]["template"]["spec"]["schedulerName"] == "vgpu-scheduler"
@@ -277,6 +277,6 @@ def test_compile_says_hami_isolation_is_bypassable() -> None:
 
     result = validate_path(BLUEPRINTS / "hami.yaml")
     assert result.blueprint is not None
-    notes = {a.path: a.text for a in compile_blueprint(result.blueprint).artifacts}["hami/README.md"]
+    notes = {a.path: a.text for a in compile_blueprint(sourceless(result.blueprint)).artifacts}["hami/README.md"]
     assert "software, not hardware" in notes and "escapes the limits" in notes
     assert "`l40s-vgpu`" in notes and HAMI_POOL_SHARED in notes

@@ -14,9 +14,8 @@ from typing import Any
 
 import manifest_schemas
 import pytest
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 
-from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import QUOTA_PER_NAMESPACE
 from gpustack.compile import compile_blueprint
@@ -122,7 +121,7 @@ def sample(api_version: str | None = None) -> Blueprint:
 
 @functools.cache
 def plan(api_version: str | None = None) -> Plan:
-    return compile_blueprint(sample(api_version))
+    return compile_blueprint(sourceless(sample(api_version)))
 
 
 def kueue_objects(api_version: str | None = None) -> list[Object]:
@@ -348,7 +347,7 @@ def test_every_pod_is_admissible_to_its_pools_flavor(tenant: str) -> None:
 
 
 def test_a_tenant_with_two_namespaces_on_kueue_gets_no_gs507() -> None:
-    codes = {(d.code, d.path[:3]) for d in run_checks(sample(), load_catalog())}
+    codes = {(d.code, d.path[:3]) for d in run_checks(sourceless(sample()))}
     assert (QUOTA_PER_NAMESPACE, ("spec", "tenants", 3)) in codes  # 'plain': a ResourceQuota per namespace
     assert (QUOTA_PER_NAMESPACE, ("spec", "tenants", 0)) not in codes  # 'team-a': one ClusterQueue for both namespaces
     assert plan().diagnostics == ()  # compile reports nothing the checks did not

@@ -14,7 +14,7 @@ from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import QUOTA_PER_NAMESPACE
 from gpustack.compile.tenants import LIMIT_RANGE_NAME, QUOTA_NAME, compile_tenants
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.diagnostic import Position, Severity, Span
 from gpustack.model import PRIORITY_VALUES, Blueprint
 from gpustack.names import MANAGED_BY, TENANT_LABEL
@@ -79,7 +79,7 @@ def sample() -> Blueprint:
 
 
 def compiled(bp: Blueprint | None = None) -> FamilyOutput:
-    return compile_tenants(Context(bp or sample(), load_catalog()))
+    return compile_tenants(Context(bp or sample(), load_catalog(), unplaced))
 
 
 def find(output: FamilyOutput, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def test_every_object_carries_gpustack_labels_and_lands_in_its_file() -> None:
 
 def test_quota_uses_requests_on_the_exact_resource_names_the_pools_advertise() -> None:
     bp = sample()
-    ctx = Context(bp, load_catalog())
+    ctx = Context(bp, load_catalog(), unplaced)
     output = compile_tenants(ctx)
     hard = find(output, "ResourceQuota", QUOTA_NAME, "search-prod")["spec"]["hard"]
     # its own pools' resources, and a hard zero on what only other pools advertise (H3)
@@ -174,7 +174,7 @@ def test_each_namespace_gets_the_tenants_quota_with_a_warning_when_there_are_sev
     dev = find(output, "ResourceQuota", QUOTA_NAME, "search-dev")["spec"]
     assert prod == dev
     assert output.diagnostics == []  # the rule is a check (GS507), so `validate --strict` sees it too
-    [warning] = [d for d in run_checks(bp, load_catalog(), locate) if d.code == QUOTA_PER_NAMESPACE]
+    [warning] = [d for d in run_checks(Context(bp, load_catalog(), locate)) if d.code == QUOTA_PER_NAMESPACE]
     search = next(t for t in bp.tenants if t.name == "search")
     assert warning.code == QUOTA_PER_NAMESPACE
     assert warning.severity is Severity.WARNING
@@ -192,7 +192,7 @@ def test_no_warning_for_a_single_namespace_or_no_quota() -> None:
     ]
     bp = blueprint(tenants)
     assert compiled(bp).diagnostics == []
-    assert [d for d in run_checks(bp, load_catalog()) if d.code == QUOTA_PER_NAMESPACE] == []
+    assert [d for d in run_checks(Context(bp, load_catalog(), unplaced)) if d.code == QUOTA_PER_NAMESPACE] == []
 
 
 def test_a_priority_class_per_level_in_use_with_its_value() -> None:

@@ -9,7 +9,7 @@ from builders import blueprint
 
 from gpustack.catalog import load_catalog
 from gpustack.compile.topology import compile_topology
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.model import Blueprint
 
 # KubeletConfiguration (kubelet.config.k8s.io/v1beta1) fields this family may write.
@@ -24,7 +24,7 @@ def pool(name: str, nodes: list[str], topology: dict | None = None) -> dict:
 
 
 def artifacts(bp: Blueprint) -> dict[str, str]:
-    return {a.path: a.text for a in compile_topology(Context(bp, load_catalog())).artifacts}
+    return {a.path: a.text for a in compile_topology(Context(bp, load_catalog(), unplaced)).artifacts}
 
 
 SAMPLE = blueprint(

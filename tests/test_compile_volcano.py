@@ -9,7 +9,7 @@ from typing import Any
 import manifest_schemas
 import pytest
 import yaml
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 
 from gpustack.codes import VOLCANO_RESERVED_QUEUE
 from gpustack.compile import compile_blueprint
@@ -78,7 +78,7 @@ def sample(*, binpack: bool | None = None) -> Blueprint:
 
 @functools.cache
 def plan(binpack: bool | None = None) -> Plan:
-    return compile_blueprint(sample(binpack=binpack))
+    return compile_blueprint(sourceless(sample(binpack=binpack)))
 
 
 def queues() -> dict[str, Object]:

@@ -15,7 +15,7 @@ from conftest import BLUEPRINTS, CASES
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
 from gpustack.codes import TEMPLATE_ERROR
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.diagnostic import Severity
 from gpustack.model import Blueprint, NodePool
 from gpustack.names import MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
@@ -148,7 +148,7 @@ def sample() -> Blueprint:
 
 
 def compiled(bp: Blueprint | None = None) -> FamilyOutput:
-    return compile_workloads(Context(bp or sample(), load_catalog()))
+    return compile_workloads(Context(bp or sample(), load_catalog(), unplaced))
 
 
 def objects_of(output: FamilyOutput, workload: str) -> list[dict[str, Any]]:
@@ -210,7 +210,7 @@ def test_files_and_family() -> None:
         assert manifest.family == "workloads"
         assert manifest.file == f"workloads/{labels[TENANT_LABEL]}/{labels[WORKLOAD_LABEL]}.yaml"
         workload = next(w for w in bp.workloads if w.name == labels[WORKLOAD_LABEL])
-        assert manifest.namespace == Context(bp, load_catalog()).namespace_of(workload)
+        assert manifest.namespace == Context(bp, load_catalog(), unplaced).namespace_of(workload)
 
 
 # --- the seed's traps cannot happen --------------------------------------------------------------------------------
@@ -266,7 +266,7 @@ def test_preferred_terms_come_from_prefer() -> None:
 
 
 def test_requested_resources_are_advertised_by_the_pool_and_requests_equal_limits() -> None:
-    ctx = Context(sample(), load_catalog())
+    ctx = Context(sample(), load_catalog(), unplaced)
     for workload in sample().workloads:
         advertised = {o.resource for o in ctx.offers[workload.pool]}
         for template in pod_specs(main_object(compiled(), workload.name)):
@@ -531,7 +531,7 @@ def with_template(path: str | None, text: str | None, workload: str = "batch") -
 
 def template_error(text: str | None, path: str = "templates/job.yaml.j2") -> tuple[str, str]:
     bp = with_template(path, text)
-    output = compile_workloads(Context(bp, load_catalog()))
+    output = compile_workloads(Context(bp, load_catalog(), unplaced))
     [diagnostic] = output.diagnostics
     batch = next(w for w in bp.workloads if w.name == "batch")
     assert diagnostic.code == TEMPLATE_ERROR and diagnostic.severity is Severity.ERROR
@@ -542,7 +542,7 @@ def template_error(text: str | None, path: str = "templates/job.yaml.j2") -> tup
 
 
 def test_a_good_template_renders_and_is_valid() -> None:
-    output = compile_workloads(Context(with_template("templates/job.yaml.j2", GOOD_TEMPLATE), load_catalog()))
+    output = compile_workloads(Context(with_template("templates/job.yaml.j2", GOOD_TEMPLATE), load_catalog(), unplaced))
     assert output.diagnostics == []
     job = main_object(output, "batch")
     generated = main_object(compiled(), "batch")
@@ -566,7 +566,7 @@ def test_a_template_sees_the_derived_facts() -> None:
         ".matchExpressions[0].key }}\n"
         "  gpus: '{{ workload.gpu.count }}'\n  label: {{ labels['gpustack.io/workload'] }}\n"
     )
-    output = compile_workloads(Context(with_template("t.j2", text, "ddp"), load_catalog()))
+    output = compile_workloads(Context(with_template("t.j2", text, "ddp"), load_catalog(), unplaced))
     assert output.diagnostics == []
     facts = main_object(output, "ddp")["data"]
     assert facts == {
@@ -582,7 +582,7 @@ def test_a_template_sees_the_derived_facts() -> None:
 def test_a_template_cannot_change_gpustacks_objects() -> None:
     text = "{% set a = manifest.metadata.update({'name': 'hacked'}) %}{% set b = labels.update({'x': 'y'}) %}"
     text += GOOD_TEMPLATE
-    output = compile_workloads(Context(with_template("t.j2", text), load_catalog()))
+    output = compile_workloads(Context(with_template("t.j2", text), load_catalog(), unplaced))
     assert output.diagnostics == []
     job = main_object(output, "batch")
     assert "x" not in job["metadata"]["labels"]
@@ -652,7 +652,7 @@ def mutated(statement: str, workload: str = "batch") -> str:
 
 def render_checked(text: str, workload: str = "batch") -> tuple[list[str], FamilyOutput]:
     bp = with_template("templates/t.yaml.j2", text, workload)
-    output = compile_workloads(Context(bp, load_catalog()))
+    output = compile_workloads(Context(bp, load_catalog(), unplaced))
     target = next(w for w in bp.workloads if w.name == workload)
     for diagnostic in output.diagnostics:
         assert diagnostic.code == TEMPLATE_ERROR and diagnostic.severity is Severity.ERROR and diagnostic.hint
@@ -767,7 +767,7 @@ def test_the_example_template_compiles_clean() -> None:
     result = validate_path(BLUEPRINTS / "multi-tenant.yaml")
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.blueprint is not None
-    output = compile_workloads(Context(result.blueprint, load_catalog()))
+    output = compile_workloads(Context(result.blueprint, load_catalog(), unplaced))
     assert output.diagnostics == []
     templated = [w.name for w in result.blueprint.workloads if w.template is not None]
     assert templated and all(objects_of(output, name) for name in templated)

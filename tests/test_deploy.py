@@ -20,6 +20,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from builders import sourceless
 from conftest import BLUEPRINTS, CASES
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import reset_options
@@ -182,7 +183,7 @@ def compiled_objects(blueprint: Path, *, with_taints: bool) -> tuple[list[dict[s
     """The objects `gpustack compile` writes that an apply takes: the kustomization's files, parsed back
     from YAML, plus nodes/taints.yaml when gpustack owns taints. Node label and taint patches of one
     node are merged, as one NodePatch carries both."""
-    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(blueprint).blueprint))  # type: ignore[arg-type]
     files = render_files(plan)
     wanted = list(yaml.safe_load(files[KUSTOMIZATION])["resources"])
     # Node label patches are not in the kustomization (applying a missing Node creates it): Pulumi patches them.
@@ -230,7 +231,7 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
     assert sorted(registered_objects(harness), key=key) == sorted(expected, key=key)
     # Every Helm values file becomes one Chart (a v3 Release where the chart needs its hooks) with exactly
     # those values and the release's coordinates.
-    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(blueprint).blueprint))  # type: ignore[arg-type]
     charts = {c.inputs["name"]: c.inputs for c in harness.of_type(CHART)}
     releases = {c.inputs["name"]: c.inputs for c in harness.of_type(RELEASE)}
     assert set(charts) == {r.name for r in plan.releases if not r.needs_hooks}
@@ -269,7 +270,7 @@ def test_charts_that_need_hooks_are_helm_releases(harness: Harness, blueprint: s
     path = BLUEPRINTS / f"{blueprint}.yaml"
     cluster(harness, path)
     _, files = compiled_objects(path, with_taints=False)
-    plan = compile_blueprint(validate_path(path).blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(path).blueprint))  # type: ignore[arg-type]
     # The GPU Operator too: its chart upgrades its CRDs in a pre-upgrade hook Job.
     operator = {"gpu-operator"} if any(r.name == "gpu-operator" for r in plan.releases) else set()
     assert {r.inputs["name"] for r in harness.of_type(RELEASE)} == ({hooked} if hooked else set()) | operator
@@ -298,7 +299,7 @@ def test_owning_taints_applies_the_taint_patches_too(harness: Harness) -> None:
 def test_node_patches_carry_the_compiled_labels_and_no_taints_by_default(harness: Harness) -> None:
     blueprint = BLUEPRINTS / "multi-tenant.yaml"
     cluster(harness, blueprint)
-    plan = compile_blueprint(validate_path(blueprint).blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(blueprint).blueprint))  # type: ignore[arg-type]
     labels = {m.name: m.obj["metadata"]["labels"] for m in plan.by_family("nodes")}
     patches = harness.of_type(NODE_PATCH)
     assert {p.inputs["metadata"]["name"]: p.inputs["metadata"]["labels"] for p in patches} == labels
@@ -357,7 +358,7 @@ def test_stages_wait_for_what_they_need(harness: Harness) -> None:
 
 
 def test_groups_follow_kind_and_api_group_only() -> None:
-    plan = compile_blueprint(validate_path(BLUEPRINTS / "multi-tenant.yaml").blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(BLUEPRINTS / "multi-tenant.yaml").blueprint))  # type: ignore[arg-type]
     groups = {(m.obj["apiVersion"], m.kind): group_of(m) for m in plan.objects if m.kind != "Node"}
     assert groups == {
         ("v1", "Namespace"): "namespaces",
@@ -481,12 +482,12 @@ def test_outputs_show_pools_capacity_and_tenant_quotas(harness: Harness) -> None
 def test_deploy_plan_is_pure_data() -> None:
     blueprint = validate_path(BLUEPRINTS / "quickstart.yaml").blueprint
     assert blueprint is not None
-    cut = deploy_plan(blueprint)
+    cut = deploy_plan(sourceless(blueprint))
     assert list(cut.groups) == ["namespaces", "cluster", "tenancy", "workloads"]
     assert cut.release_namespaces == []  # the GPU Operator's namespace is in the Plan itself
     assert [s.node for s in cut.node_patches] == ["gpu-node-1", "gpu-node-2"]
     assert all(s.taints is None for s in cut.node_patches)
-    assert all(s.taints for s in deploy_plan(blueprint, own_node_taints=True).node_patches)
+    assert all(s.taints for s in deploy_plan(sourceless(blueprint), own_node_taints=True).node_patches)
 
 
 def test_node_patches_never_create_nodes(harness: Harness) -> None:

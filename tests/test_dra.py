@@ -13,6 +13,7 @@ import celpy
 import pytest
 import yaml
 from admission_cel import Admission, Request
+from builders import sourceless
 from celpy import celtypes
 from conftest import BLUEPRINTS
 from manifest_schemas import validate_any
@@ -20,7 +21,7 @@ from manifest_schemas import validate_any
 from gpustack.catalog import load_catalog
 from gpustack.codes import DRA_API_UNAVAILABLE, DRA_BETA_API, TEMPLATE_ERROR
 from gpustack.compile import compile_blueprint
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.dra import V1, V1BETA1, V1BETA2, class_name, selector
 from gpustack.outputs import render_files
 from gpustack.plan import Plan
@@ -117,7 +118,7 @@ def compile_text(tmp_path: Path, text: str) -> tuple[Plan, Context]:
     result = validate_path(path)
     errors = [d for d in result.diagnostics if d.severity == "error"]
     assert result.blueprint is not None and not errors, [d.message for d in result.diagnostics]
-    return compile_blueprint(result.blueprint), Context(result.blueprint, load_catalog())
+    return compile_blueprint(sourceless(result.blueprint)), Context(result.blueprint, load_catalog(), unplaced)
 
 
 def example_text(version: str = "1.36", api: str | None = None) -> str:
@@ -290,7 +291,7 @@ def test_driver_release_runs_only_on_dra_pools_and_the_plugin_only_elsewhere(tmp
 def test_no_release_and_no_classes_without_dra_pools() -> None:
     result = validate_path(BLUEPRINTS / "multi-tenant.yaml")
     assert result.blueprint is not None
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     assert not [m for m in plan.objects if m.kind in ("DeviceClass", "ResourceClaimTemplate")]
     assert "nvidia-dra-driver-gpu" not in {r.name for r in plan.releases}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import planned
 from click.testing import CliRunner
 from cluster_from import snapshot_data
 
@@ -54,13 +55,13 @@ def _drifted(blueprint) -> dict[str, Any]:
 
 
 def test_applied_cluster_is_in_sync(blueprint) -> None:
-    drift = compare(blueprint, parse_snapshot(dump_yaml(snapshot_data(blueprint)), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(blueprint), parse_snapshot(dump_yaml(snapshot_data(blueprint)), "cluster.yaml"), "bp.yaml")
     assert drift.in_sync
     assert format_text(drift) == "cluster.yaml matches bp.yaml: 3 pool(s) in sync\n"
 
 
 def test_every_kind_of_drift_node_by_node(blueprint) -> None:
-    drift = compare(blueprint, parse_snapshot(dump_yaml(_drifted(blueprint)), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(blueprint), parse_snapshot(dump_yaml(_drifted(blueprint)), "cluster.yaml"), "bp.yaml")
     assert format_text(drift) == (
         "drift between bp.yaml and cluster.yaml: 7 difference(s) on 6 node(s)\n"
         "\n"
@@ -82,7 +83,7 @@ def test_every_kind_of_drift_node_by_node(blueprint) -> None:
 
 
 def test_markdown_and_json(blueprint) -> None:
-    drift = compare(blueprint, parse_snapshot(dump_yaml(_drifted(blueprint)), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(blueprint), parse_snapshot(dump_yaml(_drifted(blueprint)), "cluster.yaml"), "bp.yaml")
     markdown = format_markdown(drift).splitlines()
     assert markdown[0] == "### Cluster drift: 7 difference(s) on 6 node(s)"
     assert "| l4-shared | l4-b | taint | taint maintenance:NoSchedule: not in the blueprint |" in markdown
@@ -130,7 +131,7 @@ def test_cordons_and_pod_limits(blueprint, tmp_path: Path) -> None:
     data = snapshot_data(blueprint)
     _node(data, "a100-b").setdefault("spec", {})["unschedulable"] = True
     _node(data, "l4-a")["status"]["allocatable"]["pods"] = "50"
-    drift = compare(result.blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(result.blueprint), parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
     assert [(d.node, d.kind, d.message) for d in drift.differences] == [
         ("a100-a", "cordon", "cordoned in the blueprint, not in the cluster"),
         ("a100-b", "cordon", "cordoned in the cluster, not in the blueprint"),
@@ -149,7 +150,7 @@ def test_selector_pools_are_matched_by_their_selector(name: str) -> None:
     """Nodes a provider made have names gpustack never saw: the selector says which pool they are."""
     blueprint = _selector_blueprint(name)
     data = snapshot_data(blueprint)
-    drift = compare(blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(blueprint), parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
     assert drift.in_sync, format_text(drift)
     assert all(pool.nodes for pool in drift.pools)
 
@@ -163,7 +164,7 @@ def test_selector_pool_drift_is_per_node_and_in_size() -> None:
     extra["metadata"]["name"] = "gke-a100-pool-x"
     data["items"].append(extra)
     del _node(data, "a100-2")["metadata"]["labels"]["nvidia.com/device-plugin.config"]
-    drift = compare(blueprint, parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
+    drift = compare(*planned(blueprint), parse_snapshot(dump_yaml(data), "cluster.yaml"), "bp.yaml")
     (a100, h100) = drift.pools
     assert a100.nodes == ("a100-1", "a100-2", "gke-a100-pool-x") and not h100.differences
     assert [(d.node, d.kind, d.message) for d in a100.differences] == [

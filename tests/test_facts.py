@@ -7,10 +7,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 
 from gpustack.capacity import measure_capacity
-from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import MEMORY_OVERSUBSCRIBED
 from gpustack.review.capacity import capacity_deltas
@@ -77,7 +76,7 @@ def test_the_capacity_report_shows_the_contexts_demand() -> None:
 
 def test_the_capacity_report_warns_exactly_where_gs404_does() -> None:
     bp = sample()
-    gs404 = [d.message for d in run_checks(bp, load_catalog()) if d.code == MEMORY_OVERSUBSCRIBED]
+    gs404 = [d.message for d in run_checks(sourceless(bp)) if d.code == MEMORY_OVERSUBSCRIBED]
     assert len(gs404) == 1 and "workload 'big'" in gs404[0]
     warnings = [message for pool, message in measure_capacity(context(bp)).warnings if "workload" in message]
     assert warnings == ["workload 'big' needs 8 GiB: 4 of its pods on one GPU ask for 32 GiB of 16 GiB"]
@@ -85,7 +84,7 @@ def test_the_capacity_report_warns_exactly_where_gs404_does() -> None:
 
 def test_diff_compares_the_capacity_reports_of_both_versions() -> None:
     bp = sample()
-    before, after = Snapshot("before", bp), Snapshot("after", bp)
+    before, after = Snapshot("before", sourceless(bp)), Snapshot("after", sourceless(bp))
     report = measure_capacity(context(bp))
     deltas = capacity_deltas(before, after)
     assert [p.capacity.after for p in deltas.pools] == list(report.pools)
@@ -103,7 +102,7 @@ def test_a_change_in_demand_alone_changes_tenant_rows_not_pool_rows() -> None:
         tenants=[tenant("dev", ["t4", "a100"], {"a100": {"gpu": 2}}), tenant("ml", ["a100"])],
         workloads=[workload("serve", "ml", "a100", 5, {"count": 1})],
     )
-    deltas = capacity_deltas(Snapshot("before", bp), Snapshot("after", more))
+    deltas = capacity_deltas(Snapshot("before", sourceless(bp)), Snapshot("after", sourceless(more)))
     assert not any(p.changed for p in deltas.pools)
     ml = next(t for t in deltas.tenants if t.tenant == "ml")
     assert ml.changed and ml.resources[0].need.before == 3 and ml.resources[0].need.after == 5

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 from conftest import BLUEPRINTS, CASES, shared_path
 
 from gpustack.codes import COMBINATION, MIG_WITHOUT_OPERATOR
@@ -52,7 +52,7 @@ HAMI = {
 def compiled(path: Path) -> Plan:
     result = validate_path(path)
     assert result.blueprint is not None, [d.message for d in result.diagnostics]
-    return compile_blueprint(result.blueprint)
+    return compile_blueprint(sourceless(result.blueprint))
 
 
 def key_paths(values: Any, prefix: str = "") -> set[str]:
@@ -128,7 +128,7 @@ def test_the_mig_manager_and_nfd_tolerate_every_mig_pool_taint() -> None:
 
 def test_mig_layouts_and_plugin_configs_travel_in_the_operator_values() -> None:
     ctx = context(blueprint(H100_MIG, L4, stack="gpu-operator"))
-    plan = compile_blueprint(ctx.blueprint)
+    plan = compile_blueprint(sourceless(ctx.blueprint))
     values = next(r for r in plan.releases if r.name == "gpu-operator").values
     mig = yaml.safe_load(values["migManager"]["config"]["data"]["config.yaml"])
     assert mig["mig-configs"]["gpustack-h100-mig"] == [
@@ -179,12 +179,12 @@ def test_a_new_blueprint_gets_the_gpu_operator() -> None:
 
 def test_never_two_device_plugins_on_one_node() -> None:
     operator = context(blueprint(HAMI, L4, stack="gpu-operator"))
-    plan = compile_blueprint(operator.blueprint)
+    plan = compile_blueprint(sourceless(operator.blueprint))
     assert {r.name for r in plan.releases} == {"gpu-operator", "hami"}  # no standalone plugin beside the operator's
     # The operator deploys its plugin wherever this label is not "false"; HAMi's plugin owns the HAMi pool.
     assert node_labels(operator, operator.pools["shared"])[OPERATOR_DEVICE_PLUGIN_LABEL] == "false"
     assert OPERATOR_DEVICE_PLUGIN_LABEL not in node_labels(operator, operator.pools["l4"])
-    standalone = compile_blueprint(blueprint(HAMI, L4, stack="device-plugin"))
+    standalone = compile_blueprint(sourceless(blueprint(HAMI, L4, stack="device-plugin")))
     assert {r.name for r in standalone.releases} == {"nvidia-device-plugin", "hami"}
 
 
@@ -192,7 +192,7 @@ def test_standalone_plugin_with_mig_names_the_operator_as_a_prerequisite() -> No
     result = validate_path(CASES / "invalid" / "stack-device-plugin-mig.yaml")
     assert [d.code for d in result.diagnostics] == [MIG_WITHOUT_OPERATOR]
     assert result.blueprint is not None
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     (configmap,) = [m for m in plan.objects if m.kind == "ConfigMap"]
     assert [p.namespace for p in plan.prerequisites] == [configmap.namespace] == ["gpu-operator"]
     readme = render_files(plan)["README.md"]
@@ -203,7 +203,7 @@ def test_standalone_plugin_without_mig_pools_emits_nothing_for_a_mig_manager() -
     # An A100 pool of whole GPUs: nothing runs a MIG manager, so no ConfigMap into a namespace nobody created.
     a100 = {"name": "a100", "gpu": {"model": "A100-SXM4-80GB", "count": 8}, "nodes": ["a1"]}
     ctx = context(blueprint(a100, stack="device-plugin"))
-    plan = compile_blueprint(ctx.blueprint)
+    plan = compile_blueprint(sourceless(ctx.blueprint))
     assert not plan.prerequisites and not plan.by_family("mig")
     assert "nvidia.com/mig.config" not in node_labels(ctx, ctx.pools["a100"])
 

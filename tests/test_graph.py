@@ -18,7 +18,7 @@ import pytest
 from conftest import BLUEPRINTS, CASES, REPO
 
 from gpustack.catalog import load_catalog
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.graph import (
     MAX_NODES_SHOWN,
     Graph,
@@ -38,7 +38,7 @@ MIG = CASES / "review" / "mig-layout"
 def graph_of(path: Path) -> Graph:
     result = validate_path(path)
     assert result.blueprint is not None
-    return blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog()))
+    return blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog(), unplaced))
 
 
 def test_nodes_are_pools_then_tenants_then_workloads_with_what_matters_in_the_label() -> None:

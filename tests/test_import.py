@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import sourceless
 from click.testing import CliRunner
 from cluster_from import snapshot_text
 
@@ -148,7 +149,10 @@ def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
     def quotas(plan) -> dict[str, dict]:
         return {m.namespace: m.obj["spec"]["hard"] for m in plan.objects if m.kind == "ResourceQuota"}
 
-    before, after = compile_blueprint(original.blueprint), compile_blueprint(build_blueprint(result.data))
+    before, after = (
+        compile_blueprint(sourceless(original.blueprint)),
+        compile_blueprint(sourceless(build_blueprint(result.data))),
+    )
     assert nodes(after) == nodes(before)
     assert node_pools(after) == node_pools(before)
     assert quotas(after) == quotas(before)

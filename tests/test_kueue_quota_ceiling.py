@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 
 from gpustack.capacity import measure_capacity
-from gpustack.catalog import load_catalog
 from gpustack.checks import run_checks
 from gpustack.codes import DEMAND_ABOVE_QUOTA
 from gpustack.compile.tenants import quota_hard
@@ -61,7 +60,7 @@ def hard(bp: Blueprint, name: str) -> dict[str, int]:
 
 
 def codes(bp: Blueprint, code: str) -> list[str]:
-    return [d.message for d in run_checks(bp, load_catalog()) if d.code == code]
+    return [d.message for d in run_checks(sourceless(bp)) if d.code == code]
 
 
 def test_a_borrowing_kueue_tenants_quota_is_nominal_plus_its_borrowing_limits() -> None:

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 import yaml
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 from cluster_from import snapshot_data
 from conftest import BLUEPRINTS
 from upstream_rules import device_plugin_config_errors, mig_parted_config_errors
@@ -195,7 +195,7 @@ def test_workloads_get_whole_gpus_or_slices_by_what_they_ask() -> None:
         "mid": {"nvidia.com/mig-3g.40gb": 1},
         "small": {"nvidia.com/mig-1g.10gb": 1},
     }
-    plan = compile_blueprint(bp)
+    plan = compile_blueprint(sourceless(bp))
     limits = {
         m.obj["metadata"]["name"]: m.obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
         for m in plan.by_family("workloads")
@@ -209,7 +209,9 @@ def test_quota_in_whole_gpus_and_instances_of_one_pool() -> None:
         mig_pool(timeSlicing={"replicas": 2, "renameByDefault": True}),
         tenants=[tenant("h100", quota={"h100": {"gpu": 8, "mig-3g.40gb.shared": 8, "mig-1g.10gb.shared": 0}})],
     )
-    (quota,) = (m.obj for m in compile_blueprint(bp).by_family("tenants") if m.obj["kind"] == "ResourceQuota")
+    (quota,) = (
+        m.obj for m in compile_blueprint(sourceless(bp)).by_family("tenants") if m.obj["kind"] == "ResourceQuota"
+    )
     assert quota["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "8",
         "requests.nvidia.com/mig-1g.10gb.shared": "0",

@@ -9,12 +9,13 @@ from typing import Any
 
 import manifest_schemas
 import pytest
+from builders import sourceless
 from conftest import BLUEPRINTS
 
 from gpustack.catalog import load_catalog
 from gpustack.codes import COMBINATION, TORCHRUN_SHAPE
 from gpustack.compile import compile_blueprint
-from gpustack.context import Context
+from gpustack.context import Context, unplaced
 from gpustack.model import Blueprint
 from gpustack.names import KUEUE_QUEUE_LABEL
 from gpustack.plan import Plan
@@ -28,7 +29,7 @@ EXAMPLE = BLUEPRINTS / "multi-node.yaml"
 def plan() -> Plan:
     result = validate_path(EXAMPLE)
     assert result.blueprint is not None and result.diagnostics == ()
-    return compile_blueprint(result.blueprint)
+    return compile_blueprint(sourceless(result.blueprint))
 
 
 def objects(kind: str) -> list[dict[str, Any]]:
@@ -180,7 +181,9 @@ def test_a_single_pod_job_set_and_group_compile() -> None:
     text = BASE + "      kind: LeaderWorkerSet\n      size: 1\n"
     result = validate_text(text, "t.yaml")
     assert result.blueprint is not None and result.diagnostics == ()
-    [obj] = [m.obj for m in compile_blueprint(result.blueprint).objects if m.obj["kind"] == "LeaderWorkerSet"]
+    [obj] = [
+        m.obj for m in compile_blueprint(sourceless(result.blueprint)).objects if m.obj["kind"] == "LeaderWorkerSet"
+    ]
     assert obj["spec"]["leaderWorkerTemplate"]["size"] == 1
 
 
@@ -205,13 +208,13 @@ def test_a_template_cannot_open_other_pools_from_any_pod_template(name: str, pod
         f"{{%- set pod = {pod} -%}}\n{{%- set _ = pod.tolerations.append({{'operator': 'Exists'}}) -%}}\n"
         "{{ manifest | toyaml }}\n"
     )
-    output = compile_workloads(Context(with_template(name, text), load_catalog()))
+    output = compile_workloads(Context(with_template(name, text), load_catalog(), unplaced))
     messages = [d.message for d in output.diagnostics]
     assert len(messages) == len(fields) and all(
         field in message and "has no key" in message for field, message in zip(fields, messages, strict=True)
     ), messages
     # the template unchanged renders gpustack's own object
-    same = compile_workloads(Context(with_template(name, "{{ manifest | toyaml }}\n"), load_catalog()))
+    same = compile_workloads(Context(with_template(name, "{{ manifest | toyaml }}\n"), load_catalog(), unplaced))
 
     def mine(manifests: Any) -> list[dict[str, Any]]:
         return sorted((m.obj for m in manifests if m.obj["metadata"]["name"] == name), key=lambda o: o["kind"])

@@ -17,7 +17,7 @@ from conftest import BLUEPRINTS, CASES
 from gpustack.cli import group
 from gpustack.codes import TEMPLATE_ERROR
 from gpustack.compile import compile_blueprint
-from gpustack.validation import document_locator, validate_path
+from gpustack.validation import validate_path
 
 # The head line of each diagnostic in text output: `file:line:col: severity[CODE]: message`, position optional.
 HEAD = re.compile(
@@ -92,6 +92,6 @@ def test_compile_run_on_an_unchecked_blueprint_reports_what_the_checks_report() 
     gets the very diagnostics validate gives, at the same places."""
     result = validate_path(CASES / "invalid" / "template-renders-badly.yaml")
     assert result.blueprint is not None and result.document is not None
-    plan = compile_blueprint(result.blueprint, locate=document_locator(result.document))
+    plan = compile_blueprint(result.context)
     assert plan.diagnostics and all(d.code == TEMPLATE_ERROR and d.span is not None for d in plan.diagnostics)
     assert set(plan.diagnostics) == set(result.diagnostics)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builders import sourceless
 from conftest import BLUEPRINTS, CASES, REPO
 
 from gpustack.compile import compile_blueprint
@@ -14,7 +15,7 @@ from gpustack.validation import validate_path
 def readme(name: str, folder: Path = BLUEPRINTS) -> str:
     result = validate_path(folder / f"{name}.yaml")
     assert result.blueprint is not None
-    return render_files(compile_blueprint(result.blueprint))["README.md"]
+    return render_files(compile_blueprint(sourceless(result.blueprint)))["README.md"]
 
 
 def section(text: str, title: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import sourceless
 from conftest import BLUEPRINTS, CASES
 
 from gpustack.compile import compile_blueprint
@@ -49,9 +50,9 @@ GROUP_STAGES = {
 
 
 def cut(path: Path, **kwargs: Any) -> DeployPlan:
-    blueprint = validate_path(path).blueprint
-    assert blueprint is not None
-    return deploy_plan(blueprint, **kwargs)
+    context = validate_path(path).context
+    assert context is not None
+    return deploy_plan(context, **kwargs)
 
 
 def stage(step: Registration) -> int:
@@ -75,7 +76,7 @@ def test_each_registration_waits_for_every_earlier_stage_and_nothing_else(path: 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_the_registrations_carry_exactly_what_gpustack_compile_writes(path: Path) -> None:
-    plan = compile_blueprint(validate_path(path).blueprint)  # type: ignore[arg-type]
+    plan = compile_blueprint(sourceless(validate_path(path).blueprint))  # type: ignore[arg-type]
     files = render_files(plan)
     written = [doc for f in yaml.safe_load(files[KUSTOMIZATION])["resources"] for doc in yaml.safe_load_all(files[f])]
     steps = registrations(cut(path), "gs")
@@ -142,8 +143,8 @@ def test_the_pure_half_needs_no_pulumi() -> None:
         import sys
         from gpustack.registration import deploy_plan, registrations
         from gpustack.validation import validate_path
-        blueprint = validate_path({str(BLUEPRINTS / "seed-article.yaml")!r}).blueprint
-        steps = registrations(deploy_plan(blueprint), "gs")
+        context = validate_path({str(BLUEPRINTS / "seed-article.yaml")!r}).context
+        steps = registrations(deploy_plan(context), "gs")
         print(len(steps), sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", "pulumi_kubernetes")))
         """
     )
@@ -169,7 +170,7 @@ def test_nothing_downstream_changes_a_compiled_object(path: Path) -> None:
     pristine = copy.deepcopy([m.obj for m in plan.objects])
     render_files(plan)
     registrations(deploy, "gs")
-    snapshot = Snapshot(str(path), deploy.blueprint)
+    snapshot = Snapshot(str(path), sourceless(deploy.blueprint))
     snapshot.__dict__["plan"] = plan  # review this very plan, not a fresh compile
     review_change(Snapshot("base", None), snapshot)
     review_change(snapshot, snapshot)

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+from builders import sourceless
 from conftest import BLUEPRINTS
 
 from gpustack.compile import compile_blueprint
@@ -16,7 +17,7 @@ from gpustack.validation import validate_path
 def seed_job() -> dict[str, Any]:
     result = validate_path(BLUEPRINTS / "seed-article.yaml")
     assert result.blueprint is not None
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     [job] = [m.obj for m in plan.objects if m.obj["kind"] == "Job" and m.obj["metadata"]["name"] == "pretrain"]
     return job
 

@@ -21,7 +21,7 @@ REVIEW_CASES = CASES / "review"
 def side(case: str, name: str) -> Snapshot:
     result = validate_path(REVIEW_CASES / case / f"{name}.yaml")
     assert result.blueprint is not None
-    return Snapshot(name, result.blueprint)
+    return Snapshot(name, result.context)
 
 
 # changes

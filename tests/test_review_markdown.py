@@ -145,7 +145,7 @@ def test_a_large_review_fits_in_one_comment() -> None:
     from gpustack.review.snapshot import Snapshot
     from gpustack.validation import validate_path
 
-    sides = [validate_path(BLUEPRINTS / name).blueprint for name in ("multi-tenant.yaml", "seed-article.yaml")]
+    sides = [validate_path(BLUEPRINTS / name).context for name in ("multi-tenant.yaml", "seed-article.yaml")]
     text = report.render_markdown(review_change(Snapshot("a", sides[0]), Snapshot("b", sides[1])))
     assert len(text) <= report.MAX_COMMENT_CHARS
     tokens = parse(text)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import sourceless
 
 from gpustack.plan import Manifest
 from gpustack.review.risk import Level, Risk
@@ -66,7 +67,7 @@ def snapshot(data: dict[str, Any], label: str) -> Snapshot:
     result = validate_text(yaml.safe_dump(data, sort_keys=False), label)
     errors = [d.message for d in result.diagnostics if d.severity == "error"]
     assert result.blueprint is not None and result.ok, errors
-    return Snapshot(label, result.blueprint)
+    return Snapshot(label, result.context)
 
 
 def pool(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -602,8 +603,16 @@ def test_cloud_pool_replaced__fires_on_a_machine_type_change_with_the_pods_it_ev
     more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
     old = blueprint(pool("gke", "L4", 1, "g2-standard-4"), **more)
     new = blueprint(pool("gke", "L4", 1, "g2-standard-8"), **more)
-    [risk] = [r for r in assess_risks(Snapshot("old", old), Snapshot("new", new)) if r.code == "cloud-pool-replaced"]
+    [risk] = [
+        r
+        for r in assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(new)))
+        if r.code == "cloud-pool-replaced"
+    ]
     assert str(risk.severity) == "high" and risk.pools == ("gpus",) and risk.workloads == ("svc",)
     assert "node_config.machine_type" in risk.title and "evicted" in risk.message
     resized = blueprint(pool("gke", "L4", 1, "g2-standard-4", maxNodes=8), **more)
-    assert not [r for r in assess_risks(Snapshot("old", old), Snapshot("new", resized)) if r.code.startswith("cloud")]
+    assert not [
+        r
+        for r in assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(resized)))
+        if r.code.startswith("cloud")
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builders import blueprint
+from builders import blueprint, sourceless
 
 from gpustack.codes import UNPINNED_CHART
 from gpustack.compile import compile_blueprint
@@ -31,7 +31,7 @@ def releases(plan: Plan) -> dict[str, HelmRelease]:
 
 
 def test_kueue_tenants_bring_the_pinned_kueue_oci_chart() -> None:
-    plan = compile_blueprint(blueprint(POOL, tenants=[tenant("team", "kueue")]))
+    plan = compile_blueprint(sourceless(blueprint(POOL, tenants=[tenant("team", "kueue")])))
     kueue = releases(plan)["kueue"]
     assert kueue.oci and kueue.chart_ref == "oci://registry.k8s.io/kueue/charts/kueue"
     assert (kueue.version, kueue.namespace) == ("0.19.2", "kueue-system")
@@ -45,7 +45,7 @@ def test_settings_choose_version_and_namespace() -> None:
         kueue={"chartVersion": "0.20.0", "namespace": "queues"},
         volcano={"chartVersion": "1.14.0", "namespace": "batch"},
     )
-    found = releases(compile_blueprint(bp))
+    found = releases(compile_blueprint(sourceless(bp)))
     assert (found["kueue"].version, found["kueue"].namespace) == ("0.20.0", "queues")
     assert (found["volcano"].version, found["volcano"].namespace) == ("1.14.0", "batch")
 
@@ -53,14 +53,14 @@ def test_settings_choose_version_and_namespace() -> None:
 def test_a_volcano_job_alone_brings_volcano() -> None:
     job = {"name": "train", "tenant": "t", "pool": "h100", "kind": "VolcanoJob", "workers": 2, "image": "i:1"}
     job["gpu"] = {"count": 1}
-    plan = compile_blueprint(blueprint(POOL, tenants=[tenant("t", "default")], workloads=[job]))
+    plan = compile_blueprint(sourceless(blueprint(POOL, tenants=[tenant("t", "default")], workloads=[job])))
     assert set(releases(plan)) == {"nvidia-device-plugin", "volcano"}
-    plain = compile_blueprint(blueprint(POOL, tenants=[tenant("t", "default")]))
+    plain = compile_blueprint(sourceless(blueprint(POOL, tenants=[tenant("t", "default")])))
     assert set(releases(plain)) == {"nvidia-device-plugin"}
 
 
 def test_the_readme_installs_oci_charts_without_a_repo_add() -> None:
-    plan = compile_blueprint(blueprint(POOL, tenants=[tenant("a", "kueue"), tenant("b", "volcano")]))
+    plan = compile_blueprint(sourceless(blueprint(POOL, tenants=[tenant("a", "kueue"), tenant("b", "volcano")])))
     readme = render_files(plan)["README.md"]
     assert "helm upgrade --install kueue oci://registry.k8s.io/kueue/charts/kueue \\\n     --version 0.19.2" in readme
     assert "helm repo add kueue" not in readme
@@ -98,7 +98,7 @@ def test_only_charts_whose_webhook_certificates_come_from_hooks_need_hooks() -> 
     # skips; Kueue's controller makes its own, and the NVIDIA device plugin has no webhook.
     hami_pool = {**POOL, "name": "shared", "nodes": ["s1"], "sharing": {"strategy": "hami"}}
     tenants = [tenant("batch", "volcano"), tenant("queued", "kueue")]
-    plan = compile_blueprint(blueprint(POOL, hami_pool, tenants=tenants))
+    plan = compile_blueprint(sourceless(blueprint(POOL, hami_pool, tenants=tenants)))
     assert {name: r.needs_hooks for name, r in releases(plan).items()} == {
         "nvidia-device-plugin": False,
         "hami": True,

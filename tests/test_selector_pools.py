@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 from admission_cel import Admission, Request
-from builders import blueprint, context
+from builders import blueprint, context, sourceless
 from click.testing import CliRunner
 
 from gpustack.cli import group
@@ -67,7 +67,7 @@ def spec(**extra: Any) -> dict[str, Any]:
 
 def test_the_output_says_exactly_what_each_node_pool_must_carry() -> None:
     ctx = context(blueprint(KARPENTER, GKE, STATIC, **spec()))
-    files = render_files(compile_blueprint(ctx.blueprint))
+    files = render_files(compile_blueprint(sourceless(ctx.blueprint)))
     fragment = yaml.safe_load(files["nodes/h100.node-pool.yaml"])
     assert fragment["labels"] == node_labels(ctx, ctx.pools["h100"])
     assert fragment["labels"]["nvidia.com/mig.config"] == "gpustack-h100"
@@ -86,7 +86,7 @@ def test_the_output_says_exactly_what_each_node_pool_must_carry() -> None:
 
 def test_workloads_and_the_plugin_select_nodes_by_the_selector() -> None:
     bp = blueprint(KARPENTER, GKE, STATIC, **{**spec(), "stack": "device-plugin"})
-    plan = compile_blueprint(bp)
+    plan = compile_blueprint(sourceless(bp))
     chat = plan.find("Deployment", "chat", "ml")
     assert chat is not None
     terms = chat.obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
@@ -110,7 +110,7 @@ def test_workloads_and_the_plugin_select_nodes_by_the_selector() -> None:
 
 
 def test_the_verify_step_lists_each_pool_by_its_selector_with_what_it_promises() -> None:
-    files = render_files(compile_blueprint(blueprint(KARPENTER, GKE, **spec())))
+    files = render_files(compile_blueprint(sourceless(blueprint(KARPENTER, GKE, **spec()))))
     script = files["verify-nodes.sh"]
     assert "pool h100: every node should show nvidia.com/mig-3g.40gb=16" in script
     assert "get nodes -l karpenter.sh/nodepool=gpu-h100,karpenter.sh/capacity-type=on-demand -o" in script
@@ -180,7 +180,7 @@ def test_a_pool_names_its_nodes_or_selects_them_not_both_and_says_how_many() -> 
 def test_admission_keeps_other_tenants_off_a_selector_pool_by_its_provider_label() -> None:
     other = {"name": "web", "namespaces": ["web"], "pools": ["t4"]}
     bp = blueprint(KARPENTER, GKE, STATIC, stack="gpu-operator", tenants=[TENANT, other])
-    objects = [m.obj for m in compile_blueprint(bp).by_family("admission")]
+    objects = [m.obj for m in compile_blueprint(sourceless(bp)).by_family("admission")]
 
     def review(namespace: str, selector: dict[str, str]) -> bool:
         pod = {

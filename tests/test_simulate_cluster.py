@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import sourceless
 
 from gpustack.codes import CORDONED_NOT_IN_POOL
 from gpustack.compile import compile_blueprint
@@ -26,8 +27,8 @@ def multi_tenant() -> Blueprint:
 
 def simulate(blueprint: Blueprint, scenario: str | None = None, **kwargs: object) -> Simulation:
     loaded = load_scenario(scenario, "scenario.yaml", blueprint) if scenario is not None else None
-    objects = [m.obj for m in compile_blueprint(blueprint).objects]
-    return run_simulation(blueprint, objects, loaded, **kwargs)  # type: ignore[arg-type]
+    objects = [m.obj for m in compile_blueprint(sourceless(blueprint)).objects]
+    return run_simulation(sourceless(blueprint), objects, loaded, **kwargs)  # type: ignore[arg-type]
 
 
 def placements(simulation: Simulation) -> dict[str, str]:
@@ -239,7 +240,7 @@ def test_cpu_only_pool_compiles_without_device_plugin_and_takes_cpu_pods(stack: 
     text = text.replace("spec:\n", f"spec:\n  stack: {stack}\n", 1)
     result = validate_text(text, "cpu-pool.yaml")
     assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     labels = {m.name: m.obj["metadata"]["labels"] for m in plan.by_family("nodes")}
     assert labels["cpu-1"] == {"gpustack.io/pool": "cpu"}  # no device-plugin config for a pool without GPUs
     (release,) = plan.releases

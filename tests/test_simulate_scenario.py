@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import sourceless
 
 from gpustack.codes import ALIAS, MISSING_FIELD, OUT_OF_RANGE, UNKNOWN_FIELD, WRONG_TYPE
 from gpustack.compile import compile_blueprint
@@ -68,15 +69,15 @@ def test_raw_pods_need_name_namespace_and_spec(blueprint: Blueprint) -> None:
 
 
 def test_scale_and_replicas(blueprint: Blueprint) -> None:
-    objects = [m.obj for m in compile_blueprint(blueprint).objects]
+    objects = [m.obj for m in compile_blueprint(sourceless(blueprint)).objects]
     scaled = load_scenario("scale: 0.5\n", "s.yaml", blueprint)
-    assert len(run_simulation(blueprint, objects, scaled).demand.pods) == 2  # ceil(4 * 0.5)
+    assert len(run_simulation(sourceless(blueprint), objects, scaled).demand.pods) == 2  # ceil(4 * 0.5)
     fixed = load_scenario("scale: 3\nworkloads:\n  llm: {replicas: 1}\n", "s.yaml", blueprint)
-    assert len(run_simulation(blueprint, objects, fixed).demand.pods) == 1  # explicit replicas win
+    assert len(run_simulation(sourceless(blueprint), objects, fixed).demand.pods) == 1  # explicit replicas win
 
 
 def test_raw_pods_are_scheduled_with_the_rest(blueprint: Blueprint) -> None:
-    objects = [m.obj for m in compile_blueprint(blueprint).objects]
+    objects = [m.obj for m in compile_blueprint(sourceless(blueprint)).objects]
     text = (
         "pods:\n"
         "  - name: handmade\n"
@@ -85,7 +86,7 @@ def test_raw_pods_are_scheduled_with_the_rest(blueprint: Blueprint) -> None:
         "    spec:\n"
         "      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
     )
-    simulation = run_simulation(blueprint, objects, load_scenario(text, "s.yaml", blueprint))
+    simulation = run_simulation(sourceless(blueprint), objects, load_scenario(text, "s.yaml", blueprint))
     names = [p.pod.name for p in simulation.outcome.pending]
     # Three nodes, four llm replicas, two raw pods: the raw pods have no toleration for the pool's taint.
     assert names == ["llm-3", "handmade-0", "handmade-1"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import planned, sourceless
 
 from gpustack.cluster.drift import compare
 from gpustack.cluster.importer import import_snapshot
@@ -49,7 +50,7 @@ def _set(data: Any, path: tuple[Any, ...], value: Any) -> Any:
 def test_every_wrong_scalar_is_reported_or_survived(snapshot: Path) -> None:
     blueprint = validate_path(CASES.parent.parent / "blueprints" / "multi-tenant.yaml").blueprint
     assert blueprint is not None
-    objects = [m.obj for m in compile_blueprint(blueprint).objects]
+    objects = [m.obj for m in compile_blueprint(sourceless(blueprint)).objects]
     data = read_document(snapshot).data
     paths = list(_scalar_paths(data))
     assert len(paths) > 100
@@ -62,5 +63,5 @@ def test_every_wrong_scalar_is_reported_or_survived(snapshot: Path) -> None:
             assert all(d.span is not None and d.hint for d in error.diagnostics)
             continue
         import_snapshot(loaded, "fuzz")
-        compare(blueprint, loaded, "bp.yaml")
-        run_simulation(blueprint, objects, snapshot=loaded)
+        compare(*planned(blueprint), loaded, "bp.yaml")
+        run_simulation(sourceless(blueprint), objects, snapshot=loaded)

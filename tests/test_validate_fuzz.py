@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from builders import sourceless
 from conftest import BLUEPRINTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -83,7 +84,7 @@ def assert_only_diagnostics(text: str) -> None:
         assert diagnostic.code.startswith("GS") and diagnostic.message
         assert diagnostic.span is not None and diagnostic.span.start.line >= 1
     if result.ok and result.blueprint is not None:
-        plan = compile_blueprint(result.blueprint)
+        plan = compile_blueprint(sourceless(result.blueprint))
         validated = {unplaced(d) for d in result.diagnostics}
         assert {unplaced(d) for d in plan.diagnostics} <= validated, plan.diagnostics
 

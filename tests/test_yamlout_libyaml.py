@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from builders import sourceless
 from conftest import BLUEPRINTS, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,7 +41,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_example_compiles_to_the_same_files_either_way(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = validate_path(example)
     assert result.blueprint is not None
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     fast = render_files(plan)
     pure(monkeypatch)
     assert render_files(plan) == fast
@@ -52,7 +53,7 @@ def test_generated_fleets_stream_the_same_bytes_and_take_the_c_path(
 ) -> None:
     result = validate_text(getattr(fleet(), shape)(1), f"{shape}.yaml")
     assert result.ok and result.blueprint is not None
-    plan = compile_blueprint(result.blueprint)
+    plan = compile_blueprint(sourceless(result.blueprint))
     writer = Writer()
     assert [writer.dump(m.obj) for m in plan.objects]
     assert writer.pure_documents == 0  # the speed comes from libyaml only if nothing falls back
@@ -107,7 +108,7 @@ def test_a_missing_libyaml_still_writes_and_says_why_it_is_slow(monkeypatch: pyt
 COMPILE_TO_STDOUT = (
     "import sys; from gpustack.validation import validate_path; from gpustack.compile import compile_blueprint; "
     "from gpustack.outputs import render_files; "
-    "files = render_files(compile_blueprint(validate_path(sys.argv[1]).blueprint)); "
+    "files = render_files(compile_blueprint(validate_path(sys.argv[1]).context)); "
     "sys.stdout.write(''.join(f'=== {name}\\n{text}' for name, text in files.items()))"
 )
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gpustack.catalog import Catalog
 from gpustack.checks import (
     cloud,
     cluster,
@@ -18,9 +17,8 @@ from gpustack.checks import (
     tenancy,
     workloads,
 )
-from gpustack.context import Context, Locate
+from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, has_errors, sort_diagnostics
-from gpustack.model import Blueprint
 
 Rule = Callable[[Context], Iterable[Diagnostic]]
 
@@ -41,8 +39,9 @@ RULES: tuple[Rule, ...] = (
 RENDER_RULES: tuple[Rule, ...] = templates.RULES
 
 
-def run_checks(blueprint: Blueprint, catalog: Catalog, locate: Locate | None = None) -> list[Diagnostic]:
-    context = Context(blueprint, catalog) if locate is None else Context(blueprint, catalog, locate)
+def run_checks(context: Context) -> list[Diagnostic]:
+    """Every rule over the blueprint's context: the one validation builds, which compile then takes (its facts,
+    derived here, are not derived again)."""
     found: list[Diagnostic] = []
     for rule in RULES:
         found.extend(rule(context))

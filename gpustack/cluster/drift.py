@@ -1,7 +1,8 @@
 """`gpustack drift`: what differs between a blueprint and a cluster snapshot, pool by pool and node by node.
 
-The blueprint's side is what compile would make of each node: the labels and taints gpustack sets
-(compile/nodes.py) and the resources the pool advertises (offers.py). The cluster's side is the snapshot.
+The blueprint's side is what compile made of each node: the labels and taints gpustack sets (the Plan's
+`PoolNodes`, read, not derived again) and the resources the pool advertises (the Context's offers). The
+cluster's side is the snapshot.
 Only what gpustack owns is compared: a label gpustack does not set is nobody's drift, but a taint that is not
 the system's and not the pool's is, since it keeps the pool's workloads off the node; so is a cordon the
 blueprint does not list (or a listed one that is gone), and a pod limit other than the pool's maxPods.
@@ -12,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpustack.catalog import load_catalog
-from gpustack.cluster.labels import PRODUCT, is_gpu_node, user_taints
+from gpustack.cluster.labels import is_gpu_node, user_taints
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotTaint
-from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
-from gpustack.model import Blueprint, NodePool, SharingStrategy, Taint
-from gpustack.names import MIG_CONFIG_LABEL, POOL_LABEL
-from gpustack.offers import RESOURCE_PREFIX, pool_offers
+from gpustack.model import Blueprint, NodePool, SharingStrategy
+from gpustack.names import GFD_PRODUCT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.offers import RESOURCE_PREFIX
+from gpustack.plan import NodeTaint, Plan, PoolNodes
 from gpustack.selection import describe_selection, selects
 from gpustack.taints import taint_text
 
@@ -64,10 +64,10 @@ class Drift:
         return not self.differences
 
 
-def _labels(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
+def _labels(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
     out = []
     actual = dict(node.labels)
-    for key, value in node_labels(ctx, pool).items():
+    for key, value in planned.labels.items():
         found = actual.get(key)
         if found != value:
             what = "none" if found is None else f"'{found}'"
@@ -76,11 +76,11 @@ def _labels(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference
     return out
 
 
-def _taints(pool: NodePool, node: SnapshotNode) -> list[Difference]:
-    def text(taint: Taint | SnapshotTaint) -> str:
+def _taints(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
+    def text(taint: NodeTaint | SnapshotTaint) -> str:
         return taint_text(taint)
 
-    expected = [text(t) for t in pool.taints]
+    expected = [text(t) for t in planned.taints]
     actual = [text(t) for t in user_taints(node)]
     out = [
         Difference(node.name, "taint", taint, taint, None, f"taint {taint}: missing")
@@ -96,7 +96,7 @@ def _taints(pool: NodePool, node: SnapshotNode) -> list[Difference]:
 
 
 def _resources(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
-    offers = {offer.resource: offer.per_node for offer in pool_offers(pool, ctx.models.get(pool.name))}
+    offers = {offer.resource: offer.per_node for offer in ctx.offers.get(pool.name, ())}
     actual = {
         name: int(node.allocatable_amount(name)) for name, _ in node.allocatable if name.startswith(RESOURCE_PREFIX)
     }
@@ -119,13 +119,13 @@ def _resources(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Differe
 
 
 def _gpu(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
-    product = node.label(PRODUCT)
+    product = node.label(GFD_PRODUCT_LABEL)
     model = ctx.models.get(pool.name)
-    found = load_catalog().resolve(product) if product else None
+    found = ctx.catalog.resolve(product) if product else None
     if model is None or found is None or found.key == model.key:
         return []
-    message = f"GPU {PRODUCT}: expected {model.key}, found {product} ({found.key})"
-    return [Difference(node.name, "gpu", PRODUCT, model.key, product, message)]
+    message = f"GPU {GFD_PRODUCT_LABEL}: expected {model.key}, found {product} ({found.key})"
+    return [Difference(node.name, "gpu", GFD_PRODUCT_LABEL, model.key, product, message)]
 
 
 def _mig_state(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
@@ -176,7 +176,7 @@ def _size(pool: NodePool, found: int) -> list[Difference]:
     return [Difference("", "node-count", describe_selection(pool), expected, str(found), message)]
 
 
-def _pool_drift(ctx: Context, pool: NodePool, snapshot: ClusterSnapshot) -> PoolDrift:
+def _pool_drift(ctx: Context, planned: PoolNodes, pool: NodePool, snapshot: ClusterSnapshot) -> PoolDrift:
     names = pool_nodes(pool, snapshot)
     differences: list[Difference] = _size(pool, len(names))
     for name in names:
@@ -184,9 +184,11 @@ def _pool_drift(ctx: Context, pool: NodePool, snapshot: ClusterSnapshot) -> Pool
         if node is None:
             differences.append(Difference(name, "missing-node", "", name, None, "missing from the cluster"))
             continue
-        for check in (_gpu, _labels, _resources, _mig_state, _scheduling):
+        differences += _gpu(ctx, pool, node)
+        differences += _labels(planned, node)
+        for check in (_resources, _mig_state, _scheduling):
             differences += check(ctx, pool, node)
-        differences += _taints(pool, node)
+        differences += _taints(planned, node)
     return PoolDrift(pool.name, names, tuple(differences))
 
 
@@ -200,7 +202,7 @@ def _extra_nodes(blueprint: Blueprint, snapshot: ClusterSnapshot) -> list[Differ
         if claimed is not None:
             message = f"labelled {POOL_LABEL}={claimed} but in no pool of the blueprint"
         elif is_gpu_node(node):
-            product = node.label(PRODUCT) or "no product label"
+            product = node.label(GFD_PRODUCT_LABEL) or "no product label"
             message = f"a GPU node ({product}) in no pool of the blueprint"
         else:
             continue
@@ -208,10 +210,15 @@ def _extra_nodes(blueprint: Blueprint, snapshot: ClusterSnapshot) -> list[Differ
     return out
 
 
-def compare(blueprint: Blueprint, snapshot: ClusterSnapshot, blueprint_file: str) -> Drift:
-    ctx = Context(blueprint, load_catalog())
-    pools = tuple(_pool_drift(ctx, pool, snapshot) for pool in blueprint.pools)
-    return Drift(blueprint_file, snapshot.file, pools, tuple(_extra_nodes(blueprint, snapshot)))
+def compare(context: Context, plan: Plan, snapshot: ClusterSnapshot, blueprint_file: str) -> Drift:
+    """The snapshot against the blueprint's Plan (compiled from `context`, the blueprint's one Context)."""
+    blueprint = context.blueprint
+    pools = []
+    for pool in blueprint.pools:
+        planned = plan.pool(pool.name)
+        assert planned is not None, pool.name  # compile plans every pool of a valid blueprint
+        pools.append(_pool_drift(context, planned, pool, snapshot))
+    return Drift(blueprint_file, snapshot.file, tuple(pools), tuple(_extra_nodes(blueprint, snapshot)))
 
 
 # --- reporters -----------------------------------------------------------------------------------------------

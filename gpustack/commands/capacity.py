@@ -10,10 +10,8 @@ import click
 
 from gpustack.capacity import capacity_data, format_json, format_text, measure_capacity
 from gpustack.capacity_chart import render_chart
-from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_invalid
-from gpustack.context import Context
+from gpustack.commands.reporting import echo_text, stop_invalid
 from gpustack.validation import validate_path
 
 
@@ -30,16 +28,19 @@ def command(blueprint: str, chart: str | None, output: str) -> None:
     blueprint is invalid or the chart cannot be written, 2 on usage errors.
     """
     result = validate_path(blueprint)
-    if not result.ok or result.blueprint is None:
+    if not result.ok or result.context is None:
         stop_invalid([result], output, "no capacity to show")
-    data = capacity_data(measure_capacity(Context(result.blueprint, load_catalog())), result.file)
+    data = capacity_data(measure_capacity(result.context), result.file)
     if chart is not None:
         try:
             _write(chart, render_chart(data))
         except OSError as error:
             click.echo(f"gpustack: cannot write chart {chart}: {error.strerror or error}", err=True)
             sys.exit(1)
-    click.echo(format_json(data) if output == "json" else format_text(data), nl=False)
+    if output == "json":
+        click.echo(format_json(data), nl=False)
+    else:
+        echo_text(format_text(data), nl=False)  # names and descriptions reach the terminal escaped
 
 
 def _write(path: str, text: str) -> None:

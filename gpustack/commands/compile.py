@@ -19,7 +19,7 @@ from gpustack.diagnostic import DiagnosticError, sort_diagnostics
 from gpustack.jsondoc import dump_document
 from gpustack.model import Blueprint
 from gpustack.outputs import stream_documents, stream_leaves_out
-from gpustack.validation import Validation, document_locator, validate_path
+from gpustack.validation import Validation, validate_path
 from gpustack.write import stale_files, write_directory
 from gpustack.yamlout import LIBYAML, SLOW_WRITER_NOTE
 
@@ -70,12 +70,11 @@ def command(
     if check and out in (None, STREAM):
         raise click.UsageError("--check compares a directory; give --out-dir DIR (it cannot check a stream)")
     result = validate_path(blueprint)
-    if not result.ok or result.blueprint is None:
+    if not result.ok or result.blueprint is None or result.context is None:
         _stop_invalid(result, output)
-    model = result.blueprint
-    if result.document is not None:  # validation has read the data; compile needs at most the text, for spans
-        result = dataclasses.replace(result, document=result.document.text_only())
-    plan = compile_blueprint(model, locate=document_locator(result.document) if result.document else None)
+    model, context = result.blueprint, result.context
+    result = result.text_only()  # validation has read the data; compile needs at most the text, for spans
+    plan = compile_blueprint(context)
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
     diagnostics = list(result.diagnostics)

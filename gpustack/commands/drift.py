@@ -10,8 +10,10 @@ import click
 from gpustack.cluster.drift import compare, format_markdown, format_text, report_data
 from gpustack.cluster.snapshot import read_snapshot
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_invalid
+from gpustack.commands.reporting import echo_text, stop_invalid
+from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
+from gpustack.escapes import json_safe
 from gpustack.validation import Validation, validate_path
 
 NOTHING_COMPARED = "nothing compared"
@@ -31,18 +33,18 @@ def command(blueprint: str, snapshot: str, output: str) -> None:
     if blueprint == "-" and snapshot == "-":
         raise click.UsageError("only one of BLUEPRINT and SNAPSHOT can be standard input")
     result = validate_path(blueprint)
-    if not result.ok or result.blueprint is None:
+    if not result.ok or result.context is None:
         stop_invalid([result], output, NOTHING_COMPARED)
-    assert result.blueprint is not None
+    assert result.context is not None
     try:
         cluster = read_snapshot(snapshot)
     except DiagnosticError as error:
         stop_invalid([Validation(snapshot, None, None, error.diagnostics)], output, NOTHING_COMPARED)
-    drift = compare(result.blueprint, cluster, result.file)
+    drift = compare(result.context, compile_blueprint(result.context), cluster, result.file)
     if output == "json":
-        click.echo(json.dumps(report_data(drift), indent=2, ensure_ascii=False) + "\n", nl=False)
+        click.echo(json_safe(json.dumps(report_data(drift), indent=2, ensure_ascii=False)) + "\n", nl=False)
     elif output == "markdown":
-        click.echo(format_markdown(drift), nl=False)
+        echo_text(format_markdown(drift), nl=False)
     else:
-        click.echo(format_text(drift), nl=False)
+        echo_text(format_text(drift), nl=False)  # node names and labels from the cluster, escaped
     sys.exit(0 if drift.in_sync else 1)

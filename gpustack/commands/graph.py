@@ -6,10 +6,8 @@ from dataclasses import asdict
 
 import click
 
-from gpustack.catalog import load_catalog
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import stop_invalid
-from gpustack.context import Context
 from gpustack.graph import blueprint_graph, render_mermaid
 from gpustack.jsondoc import dump_document
 from gpustack.validation import validate_path
@@ -25,9 +23,9 @@ def command(blueprint: str, output: str) -> None:
     render, json gives the source with the nodes and edges. Exit 0, or 1 for an invalid blueprint.
     """
     result = validate_path(blueprint)
-    if not result.ok or result.blueprint is None:
+    if not result.ok or result.context is None:
         stop_invalid([result], output, "nothing drawn")
-    graph = blueprint_graph(result.blueprint, Context(result.blueprint, load_catalog()))
+    graph = blueprint_graph(result.context.blueprint, result.context)
     source = render_mermaid(graph)
     if output == "markdown":
         click.echo(f"```mermaid\n{source}```")

@@ -8,8 +8,8 @@ from typing import NoReturn
 
 import click
 
-from gpustack.diagnostic import Severity, sort_diagnostics
-from gpustack.report import format_json, format_text
+from gpustack.diagnostic import sort_diagnostics
+from gpustack.report import format_json, format_text, stop_summary
 from gpustack.validation import Validation, source_lines
 
 
@@ -29,7 +29,6 @@ def stop_invalid(
         click.echo(format_json([(r.file, sort_diagnostics(r.diagnostics)) for r in results]), nl=False)
     else:
         echo_diagnostics(results)
-        errors = sum(d.severity is Severity.ERROR for r in results for d in r.diagnostics)
-        lead = f"gpustack {command}: " if command is not None else ""
-        click.echo(f"{lead}{', '.join(r.file for r in results)}: {errors} error(s); {outcome}", err=True)
+        diagnostics = [d for r in results for d in r.diagnostics]
+        click.echo(stop_summary([r.file for r in results], diagnostics, outcome, command), err=True)
     sys.exit(exit_code)

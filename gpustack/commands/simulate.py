@@ -19,7 +19,7 @@ from gpustack.simulate.hints import SCENARIO
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import Scenario, scenario_from
-from gpustack.validation import Validation, document_locator, validate_path
+from gpustack.validation import Validation, validate_path
 
 NOTHING_SIMULATED = "nothing simulated"
 
@@ -62,11 +62,12 @@ def command(
     Exit 0 when every pod is placed, 1 when any stays pending or the input is invalid, 2 on usage errors.
     """
     result = validate_path(blueprint)
-    if not result.ok or result.blueprint is None:
+    if not result.ok or result.context is None:
         stop_invalid([result], output, NOTHING_SIMULATED)
-    assert result.blueprint is not None and result.document is not None
-    valid, document = result.blueprint, result.document
-    plan = compile_blueprint(valid, locate=document_locator(document))
+    assert result.context is not None and result.document is not None
+    context, document = result.context, result.document
+    valid = context.blueprint
+    plan = compile_blueprint(context)
     # Compile reports nothing the checks did not (tests/test_one_gate.py); its own would still be shown.
     result = dataclasses.replace(result, diagnostics=tuple(sort_diagnostics([*result.diagnostics, *plan.diagnostics])))
     if not result.ok:
@@ -86,7 +87,7 @@ def command(
         except DiagnosticError as error:
             stop_invalid([Validation(cluster, None, None, error.diagnostics)], output, NOTHING_SIMULATED)
     try:
-        simulation = run_simulation(valid, [m.obj for m in plan.objects], loaded, version, snapshot=snapshot)
+        simulation = run_simulation(context, [m.obj for m in plan.objects], loaded, version, snapshot=snapshot)
     except TooManyPods as error:
         click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
         sys.exit(1)

@@ -1,11 +1,15 @@
-"""`compile_blueprint(blueprint) -> Plan`: pure, deterministic, one module per output family."""
+"""`compile_blueprint(context) -> Plan`: pure, deterministic, one module per output family.
+
+It takes the Context validation built (`Validation.context`): the facts the checks derived are not derived again,
+and whatever compile reports points where the checks' diagnostics do. The Plan carries what apply needs of each
+pool (labels, taints, MIG config, cloud node pools), derived here once, so nothing downstream imports a family.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from gpustack import workloads
-from gpustack.catalog import Catalog, load_catalog
 from gpustack.collector import paused
 from gpustack.compile import (
     admission,
@@ -21,8 +25,7 @@ from gpustack.compile import (
     topology,
     volcano,
 )
-from gpustack.context import Context, Locate
-from gpustack.model import Blueprint
+from gpustack.context import Context
 from gpustack.plan import FamilyOutput, Manifest, Plan
 
 Family = Callable[[Context], FamilyOutput]
@@ -70,10 +73,8 @@ def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
 
 
 @paused()  # see gpustack/collector.py
-def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None, locate: Locate | None = None) -> Plan:
-    """The Plan for a blueprint that validated without errors (`locate` points what it reports at the source)."""
-    catalog = catalog or load_catalog()
-    context = Context(blueprint, catalog) if locate is None else Context(blueprint, catalog, locate)
+def compile_blueprint(context: Context) -> Plan:
+    """The Plan for a blueprint that validated without errors, from the Context its checks ran on."""
     merged = FamilyOutput()
     for family in FAMILIES:
         output = family(context)
@@ -82,11 +83,15 @@ def compile_blueprint(blueprint: Blueprint, catalog: Catalog | None = None, loca
         merged.artifacts.extend(output.artifacts)
         merged.diagnostics.extend(output.diagnostics)
         merged.prerequisites.extend(output.prerequisites)
+        merged.pools.extend(output.pools)
+        merged.node_pools.extend(output.node_pools)
     return Plan(
-        blueprint=blueprint.name,
+        blueprint=context.blueprint.name,
         objects=tuple(sorted(merged.objects, key=_rank)),
         releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
         artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
         diagnostics=tuple(merged.diagnostics),
         prerequisites=tuple(sorted(set(merged.prerequisites), key=lambda p: (p.namespace, p.reason))),
+        pools=tuple(merged.pools),  # one family (nodes) gives them, in blueprint order
+        node_pools=tuple(merged.node_pools),  # one family (cloud) gives them, in blueprint order
     )

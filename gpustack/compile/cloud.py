@@ -2,8 +2,9 @@
 
 Pure: `node_pool_specs(ctx)` gives, per pool with a `cloud` block, the provider's node-pool resource and its inputs
 (Pulumi's Python argument names), with the labels and taints gpustack derives for the pool's nodes (`nodes.py`), so
-every node starts with its pool label, device-plugin config and MIG layout. `gpustack.deploy` turns each spec into
-its Pulumi resource, adding what only the stack knows (the cluster, its location, node role, subnets).
+every node starts with its pool label, device-plugin config and MIG layout. They reach the Plan as
+`Plan.node_pools`: `gpustack.deploy` turns each spec into its Pulumi resource, adding what only the stack knows (the
+cluster, its location, node role, subnets), and review compares two versions' specs.
 `compile_cloud` writes `cloud/<pool>.<provider>.yaml` in the provider's own API shape for users who provision with
 something else; none of them is in the kustomization.
 
@@ -16,9 +17,6 @@ the MIG manager then finds the layout it would make. AKS likewise gets `gpu_inst
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from gpustack.cloud import machine_type as pool_machine_type
 from gpustack.cloud import matching_machines, pool_machine
 from gpustack.compile.mig import uses_mig
@@ -26,42 +24,13 @@ from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
 from gpustack.model import NodePool, Stack
 from gpustack.names import MANAGED_BY
-from gpustack.plan import Artifact, FamilyOutput, Object
+from gpustack.plan import Artifact, FamilyOutput, NodePoolSpec, Object
 from gpustack.taints import taint_object, taint_text
 from gpustack.yamlout import dump_yaml
 
 GKE_NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 GKE_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 EKS_EFFECTS = GKE_EFFECTS
-RESOURCES = {
-    "gke": "gcp.container.NodePool",
-    "eks": "aws.eks.NodeGroup",
-    "aks": "azure-native.containerservice.AgentPool",
-    "karpenter": "karpenter.sh/v1 NodePool",
-}
-# Inputs the provider cannot change in place: a change replaces the node pool, and with it every node.
-REPLACING_FIELDS: dict[str, tuple[str, ...]] = {
-    "gke": ("machine_type", "guest_accelerators", "gpu_partition_size", "disk_type", "disk_size_gb", "spot"),
-    "eks": ("instance_types", "ami_type", "capacity_type", "disk_size"),
-    "aks": ("vm_size", "gpu_instance_profile", "os_disk_type", "os_disk_size_gb", "scale_set_priority"),
-    "karpenter": (),  # Karpenter drifts nodes one by one instead (disruption budgets apply)
-}
-
-
-@dataclass(frozen=True)
-class NodePoolSpec:
-    """One provider node pool: its Pulumi inputs (argument names as pulumi-gcp/aws/azure-native spell them in
-    Python; for Karpenter, the NodePool object) and the file `gpustack compile` writes for it."""
-
-    pool: str
-    provider: str
-    args: Object
-    file: str
-    document: Object
-
-    @property
-    def resource(self) -> str:
-        return RESOURCES[self.provider]
 
 
 def _uniform_mig_profile(pool: NodePool) -> str | None:
@@ -262,7 +231,7 @@ def node_pool_specs(ctx: Context) -> list[NodePoolSpec]:
         if pool.cloud is None:
             continue
         provider = pool.cloud.provider
-        labels = node_labels(ctx, pool)
+        labels = dict(node_labels(ctx, pool))  # each provider's inputs own their copy
         build = {"gke": _gke, "eks": _eks, "aks": _aks, "karpenter": karpenter_node_pool}[provider]
         args = build(ctx, pool, labels)
         specs.append(
@@ -274,6 +243,7 @@ def node_pool_specs(ctx: Context) -> list[NodePoolSpec]:
 
 
 def compile_cloud(ctx: Context) -> FamilyOutput:
+    specs = node_pool_specs(ctx)
     artifacts = [
         Artifact(
             spec.file,
@@ -282,33 +252,6 @@ def compile_cloud(ctx: Context) -> FamilyOutput:
             + dump_yaml(spec.document),
             f"the {spec.provider} node pool for pool `{spec.pool}` (machine type, GPUs, labels, taints, autoscaling)",
         )
-        for spec in node_pool_specs(ctx)
+        for spec in specs
     ]
-    return FamilyOutput(objects=[], artifacts=artifacts)
-
-
-def replacing_changes(old: Object, new: Object, provider: str) -> list[str]:
-    """The inputs, among those that replace the node pool, that differ between two specs of one pool."""
-    fields = REPLACING_FIELDS.get(provider, ())
-    flat_old, flat_new = _flatten(old), _flatten(new)
-    return sorted(
-        {
-            path
-            for path in set(flat_old) | set(flat_new)
-            if flat_old.get(path) != flat_new.get(path) and any(part in fields for part in path.split("."))
-        }
-    )
-
-
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
-        out = {}
-        for index, item in enumerate(data):
-            out.update(_flatten(item, f"{prefix}.{index}"))
-        return out
-    return {prefix: data}
+    return FamilyOutput(objects=[], artifacts=artifacts, node_pools=specs)

@@ -13,11 +13,16 @@ A static pool (`nodes:`) names existing nodes; a selector pool (`selector:`) is 
   for Pulumi (which checks each node exists before patching it). NOT in the kustomization: applying a Node that
   does not exist creates an empty one, and `spec.taints` is an atomic list that would take over every other
   manager's taints.
+
+Each pool's labels, taints and MIG config are derived once per Context (`pool_nodes`) and handed to the Plan as
+`PoolNodes`, which deploy, rollout, drift and review read instead of calling into this module.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
@@ -30,13 +35,22 @@ from gpustack.names import (
     OPERATOR_DEVICE_PLUGIN_LABEL,
     POOL_LABEL,
 )
-from gpustack.plan import Artifact, FamilyOutput, Manifest, Object
+from gpustack.plan import (
+    NODE_TAINTS_FAMILY,
+    NODES_FAMILY,
+    Artifact,
+    FamilyOutput,
+    Manifest,
+    NodeTaint,
+    Object,
+    PoolNodes,
+)
 from gpustack.selection import describe_selection
 from gpustack.taints import taint_object, taint_text
 from gpustack.yamlout import dump_yaml
 
-FAMILY = "nodes"
-TAINTS_FAMILY = "node-taints"  # kept out of the kustomization: see the module docstring
+FAMILY = NODES_FAMILY
+TAINTS_FAMILY = NODE_TAINTS_FAMILY  # kept out of the kustomization: see the module docstring
 NODES_FILE = "nodes/nodes.yaml"
 TAINTS_FILE = "nodes/taints.yaml"
 SCRIPT_FILE = "nodes/label-nodes.sh"
@@ -47,12 +61,44 @@ def node_pool_file(pool: NodePool) -> str:
     return f"nodes/{pool.name}.node-pool.yaml"
 
 
-def node_labels(ctx: Context, pool: NodePool) -> dict[str, str]:
+def node_labels(ctx: Context, pool: NodePool) -> Mapping[str, str]:
     """Every label gpustack sets on a pool's nodes: its own keys first, then the pool's labels.
 
-    A pool label may not reuse a key gpustack owns (validation rejects it); should one slip through,
-    gpustack's value wins, since the device plugin and MIG manager act on it.
+    Read-only: derived once per context and shared by every Node patch of the pool (and the Plan's `PoolNodes`).
     """
+    return pool_nodes(ctx)[pool.name].labels
+
+
+def pool_nodes(ctx: Context) -> dict[str, PoolNodes]:
+    """Pool name -> what gpustack sets on its nodes, derived once per context, in blueprint order."""
+    return ctx.derive("nodes.pools", _pool_nodes)
+
+
+def _pool_nodes(ctx: Context) -> dict[str, PoolNodes]:
+    shared = _shared_labels(ctx)
+    return {
+        pool.name: PoolNodes(
+            pool=pool.name,
+            nodes=pool.nodes if pool.selector is None else (),
+            selector=describe_selection(pool) if pool.selector is not None else None,
+            # A view of the dict the pool's Node patches share: nothing changes it through the Plan.
+            labels=MappingProxyType(shared[pool.name]),
+            taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
+            mig_config=mig_config_label(ctx, pool),
+        )
+        for pool in ctx.blueprint.pools
+    }
+
+
+def _shared_labels(ctx: Context) -> dict[str, dict[str, str]]:
+    """Pool name -> the one labels dict its Node patches share (plain data, as every plan object is: marshal and
+    the YAML writer take it as it is); only this module holds it as a dict."""
+    return ctx.derive("nodes.labels", lambda ctx: {pool.name: _labels(ctx, pool) for pool in ctx.blueprint.pools})
+
+
+def _labels(ctx: Context, pool: NodePool) -> dict[str, str]:
+    """A pool label may not reuse a key gpustack owns (validation rejects it); should one slip through,
+    gpustack's value wins, since the device plugin and MIG manager act on it."""
     labels = {POOL_LABEL: pool.name}
     if pool.sharing.strategy is SharingStrategy.HAMI:
         # What HAMi's device plugin selects its nodes by (hami.py); the NVIDIA plugin stays off these nodes.
@@ -78,7 +124,10 @@ def node_taints(pool: NodePool) -> list[Object]:
 
 
 def build_node_patch(node: str, labels: dict[str, str]) -> Object:
-    """The labels gpustack sets on one node (node_labels), as a server-side-apply patch."""
+    """The labels gpustack sets on one node (node_labels), as a server-side-apply patch.
+
+    `labels` is a pool's one mapping, shared by its nodes' patches: written out in full, never changed.
+    """
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
 
 
@@ -160,7 +209,7 @@ def render_node_pool(ctx: Context, pool: NodePool) -> str:
     fragment: Object = {
         "pool": pool.name,
         "selector": describe_selection(pool),
-        "labels": node_labels(ctx, pool),
+        "labels": dict(node_labels(ctx, pool)),
         "taints": node_taints(pool),
     }
     if pool.taints:
@@ -178,11 +227,12 @@ def render_node_pool(ctx: Context, pool: NodePool) -> str:
 
 def compile_nodes(ctx: Context) -> FamilyOutput:
     static = [pool for pool in ctx.blueprint.pools if pool.selector is None]
-    # A pool's nodes share one labels mapping and one taint list, as plan objects may (nothing changes an object
-    # once compiled; the writer writes shared parts out in full): 10,000 nodes held 15 MB of copies.
+    shared = _shared_labels(ctx)
+    # A pool's nodes share one labels mapping (read-only in the Plan's PoolNodes) and one taint list, as plan
+    # objects may (the writer writes shared parts out in full): 10,000 nodes held 15 MB of copies.
     objects: list[Manifest] = []
     for pool in static:
-        labels = node_labels(ctx, pool)
+        labels = shared[pool.name]
         objects += (Manifest(FAMILY, NODES_FILE, build_node_patch(node, labels)) for node in pool.nodes)
     for pool in static:
         if pool.taints:
@@ -208,4 +258,4 @@ def compile_nodes(ctx: Context) -> FamilyOutput:
     artifacts.append(
         Artifact(VERIFY_FILE, render_verify_script(ctx), "checks that every node advertises what its pool promises")
     )
-    return FamilyOutput(objects=objects, artifacts=artifacts)
+    return FamilyOutput(objects=objects, artifacts=artifacts, pools=list(pool_nodes(ctx).values()))

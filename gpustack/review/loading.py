@@ -31,7 +31,7 @@ class Side:
 def _side(label: str, validation: Validation) -> Side:
     if not validation.ok or validation.blueprint is None:
         return Side(None, validation)
-    return Side(Snapshot(label, validation.blueprint), validation)
+    return Side(Snapshot(label, validation.context), validation)
 
 
 def side_from_file(path: str) -> Side:

@@ -1,15 +1,16 @@
 """One side of a reviewed change: a valid blueprint with its derived facts and compiled Plan, or nothing.
 
 A side is empty when the file did not exist at the base revision: everything in the other side is then added.
+A side holds the Context its validation built (`Validation.context`): the review derives no fact again, and its
+Plan is compiled from that one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from gpustack.capacity import Capacity, measure_capacity
-from gpustack.catalog import Catalog, load_catalog
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, Tenant, Workload
 from gpustack.needs import Requests
@@ -20,12 +21,11 @@ from gpustack.plan import Plan
 @dataclass(frozen=True)
 class Snapshot:
     label: str  # what the reader knows the side by: a file, or REV:path
-    blueprint: Blueprint | None
-    catalog: Catalog = field(default_factory=load_catalog, repr=False, compare=False)
+    context: Context | None  # the side's validation's; None: an empty side
 
-    @cached_property
-    def context(self) -> Context | None:
-        return None if self.blueprint is None else Context(self.blueprint, self.catalog)
+    @property
+    def blueprint(self) -> Blueprint | None:
+        return None if self.context is None else self.context.blueprint
 
     @cached_property
     def capacity(self) -> Capacity | None:
@@ -37,9 +37,9 @@ class Snapshot:
         # Imported here so that drawing a graph does not load every compile family.
         from gpustack.compile import compile_blueprint
 
-        if self.blueprint is None:
+        if self.context is None:
             return Plan(blueprint="", objects=(), releases=(), artifacts=())
-        return compile_blueprint(self.blueprint, self.catalog)
+        return compile_blueprint(self.context)
 
     @cached_property  # cached: the review looks pools up once per pool and per change
     def pools(self) -> dict[str, NodePool]:

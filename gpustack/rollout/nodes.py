@@ -1,12 +1,13 @@
-"""What each node should look like on either side of a change, and what differs between the two."""
+"""What each node should look like on either side of a change, and what differs between the two.
+
+A node's labels, taints and MIG config are its side's Plan's (`Plan.pools`): exactly what apply puts on it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gpustack.compile.mig import mig_config_label
-from gpustack.compile.nodes import node_labels
 from gpustack.model import NodePool
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL
 from gpustack.offers import HAMI_CORES, HAMI_MEMORY
@@ -36,19 +37,19 @@ class NodeState:
 
 
 def node_state(snapshot: Snapshot, pool: NodePool) -> NodeState:
-    ctx = snapshot.context
-    assert ctx is not None
+    planned = snapshot.plan.pool(pool.name)
+    assert planned is not None  # compile plans every pool of a valid blueprint
     return NodeState(
         pool=pool.name,
-        labels=tuple(node_labels(ctx, pool).items()),
-        taints=tuple(TaintKey(t.key, t.value, t.effect) for t in pool.taints),
+        labels=tuple(planned.labels.items()),
+        taints=tuple(TaintKey(t.key, t.value, t.effect) for t in planned.taints),
         gpus=tuple(state for _, (state, _) in sorted(gpu_states(pool).items())),
         offers=tuple((o.resource, o.per_node) for o in snapshot.offers(pool.name)),
         # HAMi's memory and core counters live in its scheduler, not in the node's allocatable resources.
         advertised=tuple(
             (o.resource, o.per_node) for o in snapshot.offers(pool.name) if o.resource not in HAMI_COUNTERS
         ),
-        mig_config=mig_config_label(ctx, pool),
+        mig_config=planned.mig_config,
     )
 
 

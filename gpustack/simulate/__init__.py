@@ -1,7 +1,7 @@
 """`gpustack simulate`: place a blueprint's pods as kube-scheduler and Volcano would, before apply.
 
-`run_simulation(blueprint, objects)` is pure: the compiled objects (Node patches, workloads,
-PriorityClasses, ResourceQuotas) and an optional scenario in, a `Simulation` out. The command
+`run_simulation(context, objects)` is pure: the blueprint's Context (validation's), the compiled objects (Node
+patches, workloads, PriorityClasses, ResourceQuotas) and an optional scenario in, a `Simulation` out. The command
 is the only part that reads files or prints.
 
 Modelled: quota admission, kube-scheduler's filters (NodeUnschedulable, TaintToleration,
@@ -23,11 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpustack.catalog import Catalog, load_catalog
 from gpustack.cluster.snapshot import ClusterSnapshot
 from gpustack.collector import paused
 from gpustack.context import Context
-from gpustack.model import Blueprint
 from gpustack.simulate.demand import Demand, Pod, build_demand, priority_classes
 from gpustack.simulate.existing import extra_objects, merge_nodes, running_pods
 from gpustack.simulate.inventory import build_inventory
@@ -49,15 +47,14 @@ class Simulation:
 
 @paused()  # see gpustack/collector.py
 def run_simulation(
-    blueprint: Blueprint,
+    context: Context,
     objects: Iterable[Mapping[str, Any]],
     scenario: Scenario | None = None,
     version: KubeVersion | None = None,
-    catalog: Catalog | None = None,
     snapshot: ClusterSnapshot | None = None,
 ) -> Simulation:
     """`snapshot`: start from a running cluster (its nodes, bound pods, cordons, priority classes, quotas)."""
-    context = Context(blueprint, catalog or load_catalog())
+    blueprint = context.blueprint
     objects = list(objects)
     if snapshot is not None:
         objects += extra_objects(snapshot, objects)

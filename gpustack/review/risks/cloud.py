@@ -1,17 +1,56 @@
-"""Risks in cloud pools: changes the provider cannot make in place, so it replaces the node pool and its nodes."""
+"""Risks in cloud pools: changes the provider cannot make in place, so it replaces the node pool and its nodes.
+
+Each side's provider node pools are its Plan's (`Plan.node_pools`), as `pulumi up` registers them; which of their
+inputs force a replacement is review knowledge, kept here.
+"""
 
 from __future__ import annotations
 
-from gpustack.compile.cloud import NodePoolSpec, node_pool_specs, replacing_changes
+from typing import Any
+
+from gpustack.plan import NodePoolSpec, Object
 from gpustack.review.risk import Level, Risk
 from gpustack.review.risks.scheduling import running_on
 from gpustack.review.snapshot import Snapshot
 
+# Inputs the provider cannot change in place: a change replaces the node pool, and with it every node.
+REPLACING_FIELDS: dict[str, tuple[str, ...]] = {
+    "gke": ("machine_type", "guest_accelerators", "gpu_partition_size", "disk_type", "disk_size_gb", "spot"),
+    "eks": ("instance_types", "ami_type", "capacity_type", "disk_size"),
+    "aks": ("vm_size", "gpu_instance_profile", "os_disk_type", "os_disk_size_gb", "scale_set_priority"),
+    "karpenter": (),  # Karpenter drifts nodes one by one instead (disruption budgets apply)
+}
+
+
+def replacing_changes(old: Object, new: Object, provider: str) -> list[str]:
+    """The inputs, among those that replace the node pool, that differ between two specs of one pool."""
+    fields = REPLACING_FIELDS.get(provider, ())
+    flat_old, flat_new = _flatten(old), _flatten(new)
+    return sorted(
+        {
+            path
+            for path in set(flat_old) | set(flat_new)
+            if flat_old.get(path) != flat_new.get(path) and any(part in fields for part in path.split("."))
+        }
+    )
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        out = {}
+        for index, item in enumerate(data):
+            out.update(_flatten(item, f"{prefix}.{index}"))
+        return out
+    return {prefix: data}
+
 
 def _specs(side: Snapshot) -> dict[str, NodePoolSpec]:
-    if side.context is None:
-        return {}
-    return {spec.pool: spec for spec in node_pool_specs(side.context)}
+    return {spec.pool: spec for spec in side.plan.node_pools}
 
 
 def cloud_pool_replaced(before: Snapshot, after: Snapshot) -> list[Risk]:
