@@ -13,6 +13,7 @@ from gpustack.model import LabelRequirement, NodePool
 from gpustack.names import POOL_LABEL
 
 Object = dict[str, Any]  # a Kubernetes object fragment; not gpustack.plan's, which sits a layer above
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the kubelet sets it to the node name unless --hostname-override says else
 
 
 def pool_requirements(pool: NodePool) -> tuple[LabelRequirement, ...]:
@@ -58,6 +59,13 @@ def identifying_labels(pool: NodePool) -> tuple[tuple[str, str], ...]:
     if pool.selector is not None:
         pairs += [(r.key, value) for r in pool.selector.requirements() if r.operator == "In" for value in r.values]
     return tuple(dict.fromkeys(pairs))
+
+
+def pool_node_labels(pool: NodePool) -> list[tuple[str, str]]:
+    """The node labels that name the pool: its identifying labels (the provider's node-pool key of a cloud or
+    selector pool included), the pool's own labels, its nodes' hostnames. A template may select only its own pool's
+    pairs on these keys, as the admission policy allows (compile/grants.collect_pool_labels lists the same)."""
+    return [*identifying_labels(pool), *pool.labels, *((HOSTNAME_LABEL, node) for node in pool.nodes)]
 
 
 def describe_selection(pool: NodePool) -> str:

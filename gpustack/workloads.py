@@ -40,7 +40,12 @@ from gpustack.schedulers import queue_name
 from gpustack.selection import node_selector_term
 from gpustack.sizing import size_pod
 from gpustack.taints import toleration_for
-from gpustack.workload_templates import check_rendered, render_workload_template, template_variables
+from gpustack.workload_templates import (
+    check_env_sources,
+    check_rendered,
+    render_workload_template,
+    template_variables,
+)
 
 FAMILY = "workloads"
 DRIVER_CAPABILITIES = "compute,utility"  # CUDA and nvidia-smi; no graphics or video libraries mounted
@@ -115,7 +120,7 @@ def workload_outputs(ctx: Context) -> list[tuple[Workload, list[Object], list[Di
                 continue
             taken[rendered] = None
         out.append((workload, objects, problems))
-    return out
+    return check_env_sources(ctx, out)
 
 
 def identity(obj: Object) -> tuple[str, str, str, str]:
