@@ -64,6 +64,7 @@ from gpustack.compile.pod_rules import (
     PINNED_NODE,
     POD_SPECS,
     PRIORITY_ALLOWED,
+    PRIORITY_NAMES,
     REFUSED_PRIORITY,
     REFUSED_REQUIRED_PAIRS,
     REFUSED_SELECTOR_PAIRS,
@@ -78,10 +79,12 @@ from gpustack.compile.pod_rules import (
     filter_tolerated,
     requested,
 )
+from gpustack.compile.queue_rules import add_own_queue_rule, add_tenant_queues_rule
 from gpustack.context import Context
 from gpustack.model import Tenant
 from gpustack.names import ADMISSION_POLICY_MINOR, DEVICE_ENV, DEVICE_MOUNT_ROOT, GPU_ONLY_ENV, TENANT_LABEL
 from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.schedulers import queue_name, volcano_tenants
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"
@@ -201,7 +204,10 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
             )
         )
     classes = ", ".join(grants.priority_classes) or "none"
-    variables.append(declare("priorityClasses", quote_cel_list(grants.priority_classes)))
+    variables += [
+        declare("priorityNames", PRIORITY_NAMES),
+        declare("priorityClasses", quote_cel_list(grants.priority_classes)),
+    ]
     validations.append(
         build_validation(
             PRIORITY_ALLOWED,
@@ -213,6 +219,10 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
             ),
         )
     )
+    if grants.queues:  # only Volcano tenants may name the volcano scheduler: for the others no queue is ever read
+        variables, validations = add_own_queue_rule(
+            tenant_words, Cel("'tenant ' + variables.tenant"), grants.queues, variables, validations
+        )
     return build_policy(name, variables, validations)
 
 
@@ -335,7 +345,11 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
             ),
         ]
     if resources:
-        variables += [declare("gpuResources", quote_cel_list(resources)), declare("requestsGpu", REQUESTS_GPU)]
+        variables += [
+            declare("gpuResources", quote_cel_list(resources)),
+            declare("requestsGpu", REQUESTS_GPU),
+            declare("priorityNames", PRIORITY_NAMES),
+        ]
         validations.append(
             build_validation(
                 NO_SYSTEM_PRIORITY_ON_GPU_POD,
@@ -369,6 +383,9 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     variables, validations = _add_device_rules(
         "a namespace without a tenant", Cel("'namespace ' + request.namespace"), variables, validations
     )
+    queues = tuple(queue_name(tenant) for tenant in volcano_tenants(ctx))
+    if queues:
+        variables, validations = add_tenant_queues_rule(queues, nobody, variables, validations)
     excluded = [*list_system_namespaces(ctx), *(ns for tenant in ctx.blueprint.tenants for ns in tenant.namespaces)]
     selector = {
         "matchExpressions": [{"key": TENANT_LABEL, "operator": "DoesNotExist"}, select_names("NotIn", excluded)]

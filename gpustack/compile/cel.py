@@ -19,12 +19,14 @@ API_VERSION = "admissionregistration.k8s.io/v1"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 REASON = "Forbidden"
 OPERATIONS = ["CREATE", "UPDATE"]
-# Every kind whose objects carry pod specs. Pods are the guarantee; the others fail early and clearly.
+# Every kind whose objects carry pod specs, and Volcano's PodGroups, which carry the queue and priority every
+# Volcano-scheduled pod runs under (queue_rules.py). Pods are the guarantee; the others fail early and clearly.
 RESOURCE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "v1", ("pods", "replicationcontrollers")),
     ("apps", "v1", ("daemonsets", "deployments", "replicasets", "statefulsets")),
     ("batch", "v1", ("cronjobs", "jobs")),
     ("batch.volcano.sh", "v1alpha1", ("jobs",)),
+    ("scheduling.volcano.sh", "v1beta1", ("podgroups",)),
     ("jobset.x-k8s.io", "v1alpha2", ("jobsets",)),
     ("leaderworkerset.x-k8s.io", "v1", ("leaderworkersets",)),
 )

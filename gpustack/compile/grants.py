@@ -15,6 +15,7 @@ from gpustack.compile.pod_rules import HOSTNAME_LABEL
 from gpustack.context import Context
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Taint, Tenant
 from gpustack.names import VOLCANO_SCHEDULER
+from gpustack.schedulers import queue_name
 from gpustack.selection import identifying_labels
 from gpustack.taints import taint_text
 from gpustack.workload_templates import allowed_priority_classes
@@ -42,6 +43,7 @@ class Grants:
     schedulers: tuple[str, ...]
     foreign_resources: tuple[str, ...] = ()  # GPU resource names only pools it is not granted advertise
     priority_classes: tuple[str, ...] = ()  # the PriorityClasses its pods may name
+    queues: tuple[str, ...] = ()  # the Volcano queues its jobs may name (a Volcano tenant's own; N3)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ def resolve_grants(ctx: Context, tenant: Tenant | None, facts: PoolFacts | None 
         # Advertised only by pools not granted: every name some pool advertises, less the tenant's own.
         foreign_resources=tuple(sorted(ctx.advertised_resources - advertised(ctx, granted))),
         priority_classes=tuple(allowed_priority_classes(ctx, tenant.name)) if tenant is not None else (),
+        queues=(queue_name(tenant),) if tenant is not None and tenant.scheduler is Scheduler.VOLCANO else (),
     )
 
 

@@ -217,12 +217,13 @@ variables.specs.map(s,
   ).filter(found, size(found) > 0)
 ).filter(found, size(found) > 0)"""
 
-PRIORITY_ALLOWED = """\
-variables.specs.all(s, !has(s.priorityClassName) || s.priorityClassName == ''
-  || s.priorityClassName in variables.priorityClasses)"""
-REFUSED_PRIORITY = """\
-variables.specs.filter(s, has(s.priorityClassName) && s.priorityClassName != ''
-  && !(s.priorityClassName in variables.priorityClasses))[0].priorityClassName"""
-NO_SYSTEM_PRIORITY_ON_GPU_POD = """\
-!variables.requestsGpu
-  || variables.specs.all(s, !has(s.priorityClassName) || !s.priorityClassName.startsWith('system-'))"""
+# The PriorityClasses an object names: each pod spec's, and a Volcano Job's or PodGroup's own (N3): Volcano orders and
+# preempts jobs by the Job-level class, whatever its pods name.
+PRIORITY_NAMES = """\
+variables.specs.filter(s, has(s.priorityClassName) && s.priorityClassName != '').map(s, s.priorityClassName)
++ ((request.resource.group == 'batch.volcano.sh' || request.resource.group == 'scheduling.volcano.sh')
+    && has(object.spec.priorityClassName) && object.spec.priorityClassName != ''
+  ? [object.spec.priorityClassName] : [])"""
+PRIORITY_ALLOWED = "variables.priorityNames.all(p, p in variables.priorityClasses)"
+REFUSED_PRIORITY = "variables.priorityNames.filter(p, !(p in variables.priorityClasses))[0]"
+NO_SYSTEM_PRIORITY_ON_GPU_POD = "!variables.requestsGpu || variables.priorityNames.all(p, !p.startsWith('system-'))"
