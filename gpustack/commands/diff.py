@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import NoReturn
 
 import click
 
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_invalid
-from gpustack.diagnostic import Severity
+from gpustack.commands.reporting import stop_if_compile_failed, stop_invalid
 from gpustack.jsondoc import dump_document
 from gpustack.report import printable
 from gpustack.review.loading import Side, side_at_revision, side_from_file
@@ -86,15 +84,8 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     if before.snapshot is None or after.snapshot is None:
         _report_invalid([before, after], output)
     review = review_change(before.snapshot, after.snapshot)
-    # Compile reports nothing validation did not; should it ever, the review stops the same way.
-    failed = [
-        dataclasses.replace(side.validation, diagnostics=errors)
-        for side, snapshot in ((before, review.before), (after, review.after))
-        if side.validation is not None
-        and (errors := tuple(d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR))
-    ]
-    if failed:
-        stop_invalid(failed, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
+    compiled = [(before.validation, review.before.plan), (after.validation, review.after.plan)]
+    stop_if_compile_failed(compiled, output, "nothing to review", command="diff", exit_code=EXIT_ERROR)
     text = RENDERERS[output](review)
     if output == "markdown" and review.changed:
         text += _rollout_summary(review)

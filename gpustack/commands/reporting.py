@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 import click
 
-from gpustack.diagnostic import sort_diagnostics
+from gpustack.diagnostic import Severity, sort_diagnostics
+from gpustack.plan import Plan
 from gpustack.report import format_json, format_text, stop_summary
 from gpustack.validation import Validation, source_lines
 
@@ -32,3 +34,17 @@ def stop_invalid(
         diagnostics = [d for r in results for d in r.diagnostics]
         click.echo(stop_summary([r.file for r in results], diagnostics, outcome, command), err=True)
     sys.exit(exit_code)
+
+
+def stop_if_compile_failed(
+    compiled: Sequence[tuple[Validation | None, Plan]], output: str, outcome: str, *, command: str, exit_code: int
+) -> None:
+    """Compile reports nothing validation did not (tests/test_one_gate.py); should it ever, a command that compiles
+    both sides of a change stops as it does for an invalid blueprint, compile's errors under their file."""
+    failed = [
+        dataclasses.replace(validation, diagnostics=errors)
+        for validation, plan in compiled
+        if validation is not None and (errors := tuple(d for d in plan.diagnostics if d.severity is Severity.ERROR))
+    ]
+    if failed:
+        stop_invalid(failed, output, outcome, command=command, exit_code=exit_code)

@@ -9,7 +9,7 @@ import click
 
 from gpustack.codes import ROLLOUT_UNSAFE_WORD
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_invalid
+from gpustack.commands.reporting import stop_if_compile_failed, stop_invalid
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.revision import RevisionError
@@ -90,15 +90,8 @@ def command(
     _refuse_hidden(blueprints, base)
     before, after = _load(blueprints, base, output)
     assert before.snapshot is not None and after.snapshot is not None
-    # Compile reports nothing validation did not; should it ever, the plan stops the same way.
-    failed = [
-        dataclasses.replace(side.validation, diagnostics=errors)
-        for side, snapshot in ((before, before.snapshot), (after, after.snapshot))
-        if side.validation is not None
-        and (errors := tuple(d for d in snapshot.plan.diagnostics if d.severity is Severity.ERROR))
-    ]
-    if failed:
-        stop_invalid(failed, output, "nothing to plan", command="rollout", exit_code=EXIT_FAILED)
+    compiled = [(before.validation, before.snapshot.plan), (after.validation, after.snapshot.plan)]
+    stop_if_compile_failed(compiled, output, "nothing to plan", command="rollout", exit_code=EXIT_FAILED)
     document = after.validation.document if after.validation is not None else None
 
     def locate(path: JsonPath) -> Span | None:
