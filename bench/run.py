@@ -14,6 +14,8 @@ Read the ratios, not the seconds: seconds move with the machine, ratios much les
              --profile simulate profiles the whole command (read, validate, compile too)
   diff       `gpustack diff BP BP'` (one pool grows by a node), against compile (goal <= 2x at 10x)
   capacity   `gpustack capacity BP`, against compile (goal <= 2x at 10x)
+  rollout    `gpustack rollout BP BP' -o script`, BP' retainting every pool (every node drained, one wave per
+             pool's 10 %), against compile of both sides (goal <= 2x at 10x)
   growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear), floors too: CPython itself
              grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap), and
              so does linear work in C ("linear floor": libyaml parsing BP and writing it back, collector off)
@@ -59,6 +61,8 @@ from gpustack.outputs import render_stream, streamed  # noqa: E402
 from gpustack.review.loading import side_from_file  # noqa: E402
 from gpustack.review.report import RENDERERS  # noqa: E402
 from gpustack.review.review import review_change  # noqa: E402
+from gpustack.rollout.planner import plan_rollout  # noqa: E402
+from gpustack.rollout.script import render_script  # noqa: E402
 from gpustack.simulate import run_simulation  # noqa: E402
 from gpustack.simulate.report import format_text as simulation_text  # noqa: E402
 from gpustack.simulate.report import report_data  # noqa: E402
@@ -139,6 +143,13 @@ def diff(old: str, new: str) -> str:
     return str(RENDERERS["text"](review_change(before.snapshot, after.snapshot)))
 
 
+def rollout(old: str, new: str) -> str:
+    """`gpustack rollout OLD NEW -o script --allow-capacity-drop`'s work: read both sides, plan, write the script."""
+    before, after = side_from_file(old), side_from_file(new)
+    assert before.snapshot is not None and after.snapshot is not None
+    return render_script(plan_rollout(before.snapshot, after.snapshot))
+
+
 def capacity(path: str) -> str:
     context = _valid(path).context
     assert context is not None
@@ -186,6 +197,11 @@ def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> d
         changed.write_text(grown(SHAPES[shape](scale)), encoding="utf-8")
         actions["diff"] = lambda: diff(str(path), str(changed))
         actions["capacity"] = lambda: capacity(str(path))
+        # A change touching every pool (each taint's effect changes): one wave per pool's 10 %, all nodes drained.
+        retainted = folder / f"{shape}-{scale}x-retainted.yaml"
+        retainted.write_text(SHAPES[shape](scale).replace("NoSchedule", "NoExecute"), encoding="utf-8")
+        actions["rollout"] = lambda: rollout(str(path), str(retainted))
+        actions["compile both"] = lambda: (compile_stream(str(path)), compile_stream(str(retainted)))
     return actions
 
 
@@ -311,6 +327,11 @@ def report(options: argparse.Namespace, folder: Path) -> None:
         stages = ("validate", "parse floor", "compile", "compile floor", "simulate", "linear floor")
         growth = {stage: rows[10][stage] / rows[1][stage] for stage in stages}
         print(f"{shape:<11} growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
+        both = rows[10]["compile both"]
+        print(
+            f"{shape:<11} rollout of every pool retainted (10x, -o script): {rows[10]['rollout']:.2f} s, compile of "
+            f"both sides {both:.2f} s: {rows[10]['rollout'] / both:.2f}x (goal <= 2x)"
+        )
     if options.quick:
         return
     help_s, floor_s = help_ratio(options.repeat)

@@ -63,12 +63,6 @@ def _phase(phase: Phase) -> dict[str, Any]:
 def summary_data(plan: RolloutPlan) -> dict[str, Any]:
     """The few figures a reviewer needs first: waves, the time the waits may take, the deepest capacity dip."""
     dips = [{"wave": phase.id, **_availability(row)} for phase, row in plan.dips]
-    lowest: dict[tuple[str, str], Availability] = {}
-    for phase in plan.waves:
-        for row in phase.capacity:
-            key = (row.pool, row.resource)
-            if key not in lowest or row.available < lowest[key].available:
-                lowest[key] = row
     return {
         "waves": len(plan.waves),
         "drainingWaves": sum(p.drains for p in plan.waves),
@@ -81,7 +75,7 @@ def summary_data(plan: RolloutPlan) -> dict[str, Any]:
             "migReconfigureTimeoutSeconds": MIG_TIMEOUT_S,
             "resourcesTimeoutSeconds": RESOURCES_TIMEOUT_S,
         },
-        "lowestCapacity": [_availability(row) for _, row in sorted(lowest.items())],
+        "lowestCapacity": [_availability(row) for _, row in plan.lowest],
         "belowGuarantee": dips,
         "refused": bool(plan.refusals),
     }

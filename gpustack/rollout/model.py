@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -75,7 +76,15 @@ class Phase:
     nodes: tuple[str, ...] = ()
     drains: bool = False  # whether the wave takes its nodes out of service
     unprotected: tuple[str, ...] = ()  # workloads drained here that no PodDisruptionBudget protects
-    capacity: tuple[Availability, ...] = ()
+    pool_capacity: tuple[Availability, ...] = ()  # the wave's own pool's rows while it runs
+    dips: tuple[Availability, ...] = ()  # rows below the tenants' guarantee while it runs
+    # Every pool's rows while the wave runs, built when asked: a plan holding them all would hold waves x pools.
+    capacity_of: Callable[[], tuple[Availability, ...]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def capacity(self) -> tuple[Availability, ...]:
+        """What every pool offers while the wave runs, ordered by pool and resource."""
+        return () if self.capacity_of is None else self.capacity_of()
 
     @property
     def max_seconds(self) -> int:
@@ -92,6 +101,7 @@ class RolloutPlan:
     capacity_before: tuple[Availability, ...]
     capacity_after: tuple[Availability, ...]
     refusals: tuple[Diagnostic, ...] = field(default=())  # capacity drops below a tenant's guarantee
+    lowest: tuple[tuple[str, Availability], ...] = ()  # (wave, row) of each pair's lowest figure, by pool, resource
 
     @property
     def waves(self) -> tuple[Phase, ...]:
@@ -108,4 +118,4 @@ class RolloutPlan:
     @property
     def dips(self) -> tuple[tuple[Phase, Availability], ...]:
         """Every wave moment where a pool offers less than its tenants were guaranteed."""
-        return tuple((phase, a) for phase in self.waves for a in phase.capacity if a.short > 0)
+        return tuple((phase, a) for phase in self.waves for a in phase.dips)

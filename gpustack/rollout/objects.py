@@ -81,7 +81,9 @@ def object_moves(before: Plan, after: Plan) -> ObjectMoves:
         m for m in changed if m.kind in QUOTA_KINDS and (o := old.get(m.key + "|" + m.family)) and shrinks(o, m)
     ]
     templates = [m for m in changed if m.family in WORKLOAD_FAMILIES]
-    prepare = [m for m in changed if m not in templates and m not in quotas_down]
+    # By identity: comparing Manifests compares whole objects, and a fleet-wide change has thousands of them.
+    elsewhere = {id(m) for m in templates} | {id(m) for m in quotas_down}
+    prepare = [m for m in changed if id(m) not in elsewhere]
     old_releases = {r.name: r for r in before.releases}
     new_names = {r.name for r in after.releases}
     upgrades = [bridge_release(old_releases.get(r.name), r) for r in after.releases if old_releases.get(r.name) != r]

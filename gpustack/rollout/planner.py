@@ -5,15 +5,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from functools import partial
 
 from gpustack.codes import ROLLOUT_CAPACITY_DROP
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.plan import HelmRelease
 from gpustack.review.snapshot import Snapshot
-from gpustack.rollout.capacity import availability, guarantees, supply
+from gpustack.rollout.capacity import Tracker, availability, guarantees, supply
 from gpustack.rollout.model import DEFAULT_PERCENT, Action, Availability, Phase, PhaseKind, RolloutPlan, Step
-from gpustack.rollout.nodes import NodeChange, NodeState, node_changes, node_states
+from gpustack.rollout.nodes import NodeChange, node_changes, node_states
 from gpustack.rollout.objects import (
     ObjectMoves,
     apply_step,
@@ -54,7 +55,7 @@ def _pool_sizes(before: Snapshot, after: Snapshot) -> dict[str, int]:
 
 
 def _protected(snapshot: Snapshot) -> set[str]:
-    """Workloads some PodDisruptionBudget in the old plan selects by gpustack's workload label."""
+    """Workloads some PodDisruptionBudget in the old plan selects by gpustack's workload label (read once a plan)."""
     found: set[str] = set()
     for manifest in snapshot.plan.objects:
         if manifest.kind != PDB_KIND:
@@ -65,10 +66,19 @@ def _protected(snapshot: Snapshot) -> set[str]:
     return found
 
 
-def _unprotected(before: Snapshot, changes: list[NodeChange]) -> tuple[str, ...]:
-    pools = {c.old.pool for c in changes if c.old is not None}
+def _unprotected_by_pool(before: Snapshot) -> dict[str, tuple[str, ...]]:
+    """Pool -> the old workloads on it that no PodDisruptionBudget protects, by name: found once, read per wave."""
     protected = _protected(before)
-    return tuple(w for pool in sorted(pools) for w in before.workloads_on(pool) if w not in protected)
+    found: dict[str, list[str]] = {}
+    for workload in before.workloads.values():
+        if workload.name not in protected:
+            found.setdefault(workload.pool, []).append(workload.name)
+    return {pool: tuple(sorted(names)) for pool, names in found.items()}
+
+
+def _unprotected(unprotected: dict[str, tuple[str, ...]], changes: list[NodeChange]) -> tuple[str, ...]:
+    pools = {c.old.pool for c in changes if c.old is not None}
+    return tuple(w for pool in sorted(pools) for w in unprotected.get(pool, ()))
 
 
 def _waves(
@@ -76,11 +86,12 @@ def _waves(
 ) -> list[tuple[str, list[NodeChange], bool]]:
     """(pool, nodes, drains) per wave: per pool, the nodes that need no drain together first (they add or keep
     capacity), then the draining nodes in groups no larger than the pool's wave size."""
-    pools = list(dict.fromkeys(c.pool for c in changes))
+    by_pool: dict[str, tuple[list[NodeChange], list[NodeChange]]] = {}
+    for change in changes:
+        calm, rough = by_pool.setdefault(change.pool, ([], []))
+        (rough if change.disruptive else calm).append(change)
     waves: list[tuple[str, list[NodeChange], bool]] = []
-    for pool in pools:
-        calm = [c for c in changes if c.pool == pool and not c.disruptive]
-        rough = [c for c in changes if c.pool == pool and c.disruptive]
+    for pool, (calm, rough) in by_pool.items():
         if calm:
             waves.append((pool, calm, False))
         size = wave_size(max_unavailable, size_of.get(pool, 1))
@@ -179,25 +190,21 @@ def plan_rollout(
     placed = _templates_after(moves, waves)
     old_states, new_states = node_states(before), node_states(after)
     promised = guarantees(before)
-    current: dict[str, NodeState] = dict(old_states)
+    tracker = Tracker(old_states, promised)
+    unprotected = _unprotected_by_pool(before)
     phases = [_prepare(moves, placed.get(-1, []))]
     dips: list[tuple[int, Availability]] = []
     for index, (pool, group, drains) in enumerate(waves):
         number = index + 1
         ids = StepIds(f"wave{number:02d}")
-        out = {c.node for c in group} if drains else set()
-        during = availability(supply(s for n, s in current.items() if n not in out), promised)
-        dips += [(number, row) for row in during if row.short > 0]
         steps = wave_steps(ids, group, drains)
         steps += [
             apply_step(ids.next(Action.APPLY), moves.templates[i], f"the first wave of pool {pool} is ready")
             for i in placed.get(index, [])
         ]
-        for change in group:
-            if change.new is None:
-                current.pop(change.node, None)
-            else:
-                current[change.node] = change.new
+        out = [c.node for c in group] if drains else []
+        own, below = tracker.wave(pool, out, [(c.node, c.new) for c in group], shown=bool(steps))
+        dips += [(number, row) for row in below]
         phases.append(
             Phase(
                 f"wave{number:02d}",
@@ -207,8 +214,10 @@ def plan_rollout(
                 pool=pool,
                 nodes=tuple(c.node for c in group),
                 drains=drains,
-                unprotected=_unprotected(before, group) if drains else (),
-                capacity=during,
+                unprotected=_unprotected(unprotected, group) if drains else (),
+                pool_capacity=own,
+                dips=below,
+                capacity_of=partial(tracker.timeline.at, index),
             )
         )
     phases.append(_finish(moves))
@@ -220,4 +229,5 @@ def plan_rollout(
         capacity_before=availability(supply(old_states.values()), promised),
         capacity_after=availability(supply(new_states.values()), guarantees(after)),
         refusals=_refusals(dips, after, locate),
+        lowest=tuple((f"wave{wave + 1:02d}", row) for _, (wave, row) in sorted(tracker.lowest.items())),
     )

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 
+from gpustack.escapes import json_safe
 from gpustack.report import format_text
 from gpustack.review.formatting import cell, code, fence, one_line
 from gpustack.rollout.data import rollout_data, summary_data
@@ -34,14 +35,6 @@ def _cell(row: Availability | None) -> str:
 MAX_WAVE_COLUMNS = 8  # more waves than this: the table shows the lowest figure, each wave states its own
 
 
-def _lowest(plan: RolloutPlan, pool: str, resource: str) -> str:
-    rows = [(phase.id, r) for phase in plan.waves for r in phase.capacity if (r.pool, r.resource) == (pool, resource)]
-    if not rows:
-        return "-"
-    wave, row = min(rows, key=lambda item: item[1].available)
-    return f"{_cell(row)} ({wave})"
-
-
 def capacity_rows(plan: RolloutPlan) -> tuple[list[str], list[list[str]]]:
     """Header and rows: available units (over the tenants' guarantee) before, during each wave, and after."""
     columns: list[tuple[str, tuple[Availability, ...]]] = [("before", plan.capacity_before)]
@@ -49,16 +42,16 @@ def capacity_rows(plan: RolloutPlan) -> tuple[list[str], list[list[str]]]:
     if not compact:
         columns += [(phase.id, phase.capacity) for phase in plan.waves]
     columns.append(("after", plan.capacity_after))
-    every = [*plan.capacity_before, *plan.capacity_after, *(r for phase in plan.waves for r in phase.capacity)]
-    keys = sorted({(row.pool, row.resource) for row in every})
+    by_column = [{(row.pool, row.resource): row for row in rows} for _, rows in columns]
+    # Each pair's lowest figure over the waves, worked out by the planner: every wave's pairs are there too.
+    lowest = {(row.pool, row.resource): (wave, row) for wave, row in plan.lowest}
     table = []
-    for pool, resource in keys:
-        cells = [
-            _cell(next((r for r in rows if (r.pool, r.resource) == (pool, resource)), None)) for _, rows in columns
-        ]
+    for key in sorted(set(lowest).union(*by_column)):
+        cells = [_cell(rows.get(key)) for rows in by_column]
         if compact:
-            cells.insert(1, _lowest(plan, pool, resource))
-        table.append([pool, resource, *cells])
+            wave, row = lowest.get(key, ("", None))
+            cells.insert(1, f"{_cell(row)} ({wave})" if row is not None else "-")
+        table.append([*key, *cells])
     names = [name for name, _ in columns]
     if compact:
         names.insert(1, "lowest during the waves")
@@ -67,8 +60,7 @@ def capacity_rows(plan: RolloutPlan) -> tuple[list[str], list[list[str]]]:
 
 def wave_capacity(phase: Phase) -> str:
     """What the wave's pool offers while the wave is out."""
-    rows = [r for r in phase.capacity if r.pool == phase.pool]
-    return ", ".join(f"{_cell(r)} {r.resource}" for r in rows) or "nothing"
+    return ", ".join(f"{_cell(r)} {r.resource}" for r in phase.pool_capacity) or "nothing"
 
 
 def summary_line(plan: RolloutPlan) -> str:
@@ -188,7 +180,7 @@ def render_markdown(plan: RolloutPlan) -> str:
 
 
 def render_json(plan: RolloutPlan) -> str:
-    return json.dumps(rollout_data(plan), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(rollout_data(plan), indent=2, ensure_ascii=False)) + "\n"
 
 
 RENDERERS: dict[str, Callable[[RolloutPlan], str]] = {

@@ -102,10 +102,20 @@ step() {
   steps_run=$((steps_run + 1))
 }
 
+# Whether $1 has a line equal to $2, compared whole (grep would take a newline in $2 for two patterns).
+has_line() {
+  printf '%s\n' "$1" | {
+    while IFS= read -r line; do
+      if [ "$line" = "$2" ]; then exit 0; fi
+    done
+    exit 1
+  }
+}
+
 # kubectl taint NODE KEY:EFFECT- fails on a taint the node does not have: look first.
 untaint() {
   taints=$(kubectl get node "$1" -o 'jsonpath={range .spec.taints[*]}{.key}:{.effect}{"\n"}{end}')
-  if printf '%s\n' "$taints" | grep -qxF -- "$2"; then
+  if has_line "$taints" "$2"; then
     kubectl taint node "$1" "$2-"
   fi
 }
