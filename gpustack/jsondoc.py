@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from gpustack.escapes import json_safe
+
 API_VERSION = "gpustack.io/v1alpha1"
 
 
@@ -18,5 +20,6 @@ def json_document(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def dump_document(kind: str, data: Mapping[str, Any]) -> str:
-    """The document as pretty JSON text, keys in the order given (same input, same bytes)."""
-    return json.dumps(json_document(kind, data), indent=2, ensure_ascii=False) + "\n"
+    """The document as pretty JSON text, keys in the order given (same input, same bytes); readable UTF-8, but no
+    control, bidi or line-separator character raw (`escapes.json_safe`: the same data, safe on a terminal)."""
+    return json_safe(json.dumps(json_document(kind, data), indent=2, ensure_ascii=False)) + "\n"

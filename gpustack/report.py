@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpustack.codes import CODES, DIAGNOSTICS_LEFT_OUT, docs_page
 from gpustack.diagnostic import Diagnostic, Severity, Span
+from gpustack.escapes import printable
 from gpustack.jsondoc import dump_document
 
 SourceLine = Callable[[str, int], str]
@@ -23,17 +23,6 @@ def _no_source(file: str, line: int) -> str:
 # one-line (JSON-style) blueprint would otherwise print the whole file under every diagnostic.
 MAX_SHOWN_PER_FILE = 50
 WINDOW = 160
-# C0 and C1 control characters but tab: a YAML string can carry ESC, and a terminal would obey it.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str, *, keep_newlines: bool = False) -> str:
-    """Text safe to print on a terminal: control characters written as escapes (ESC as \\x1b)."""
-    pattern = _CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL
-    return pattern.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def _window(text: str, column: int) -> tuple[str, int]:
@@ -138,7 +127,7 @@ def stop_summary(
     `[gpustack COMMAND: ]FILE: N error(s); OUTCOME` (e.g. "nothing written", "nothing applied")."""
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     lead = f"gpustack {command}: " if command is not None else ""
-    return f"{lead}{', '.join(files)}: {errors} error(s); {outcome}"
+    return f"{lead}{', '.join(printable(file) for file in files)}: {errors} error(s); {outcome}"
 
 
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from gpustack.codes import CODES, EXPLANATIONS, docs_page
 from gpustack.diagnostic import Diagnostic, Severity, Span
+from gpustack.escapes import json_safe
 from gpustack.report import listed
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -40,7 +41,7 @@ def format_sarif(results: Sequence[tuple[str, Sequence[Diagnostic]]]) -> str:
         "columnKind": "unicodeCodePoints",
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _version() -> str:

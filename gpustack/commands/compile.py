@@ -12,7 +12,7 @@ import click
 
 from gpustack.collector import paused
 from gpustack.commands.options import deprecated, output_option, refuse_format_named_dir
-from gpustack.commands.reporting import echo_diagnostics, stop_invalid
+from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invalid
 from gpustack.compile import compile_blueprint
 from gpustack.compile_report import compile_report
 from gpustack.diagnostic import DiagnosticError, sort_diagnostics
@@ -110,12 +110,13 @@ def command(
                 click.echo(dump_document("CompileReport", {**report, "stale": differences}), nl=False)
                 sys.exit(1 if differences else 0)
             if differences:
-                click.echo("\n".join(differences))
-                click.echo(
+                # File names and contents read from the folder: anything could be in them.
+                echo_text("\n".join(differences))
+                echo_text(
                     f"{out} is stale: {len(differences)} file(s) differ; run gpustack compile {blueprint} -d {out}"
                 )
                 sys.exit(1)
-            click.echo(f"{out} is up to date")
+            echo_text(f"{out} is up to date")
             return
         if out is not None:
             files = write_directory(plan, out, inputs=_inputs(result.file, model))

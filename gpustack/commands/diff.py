@@ -8,9 +8,8 @@ from typing import NoReturn
 import click
 
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_if_compile_failed, stop_invalid
+from gpustack.commands.reporting import echo_text, stop_if_compile_failed, stop_invalid
 from gpustack.jsondoc import dump_document
-from gpustack.report import printable
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.report import RENDERERS
 from gpustack.review.review import Review, review_change
@@ -25,7 +24,7 @@ EXIT_ERROR = 2
 def _fail(message: str, output: str) -> NoReturn:
     if output == "json":
         click.echo(dump_document("ReviewError", {"error": message}), nl=False)
-    click.echo(f"gpustack diff: {message}", err=True)
+    echo_text(f"gpustack diff: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -89,6 +88,9 @@ def command(blueprints: tuple[str, ...], base: str | None, fail_on: str | None, 
     text = RENDERERS[output](review)
     if output == "markdown" and review.changed:
         text += _rollout_summary(review)
-    # Blueprint strings reach the text and Markdown reviews as written: no escape sequence may reach a terminal (L6).
-    click.echo(text if output == "json" else printable(text, keep_newlines=True), nl=False)
+    # Blueprint strings reach the text and Markdown reviews as written: nothing hidden may reach a terminal (L6, N16).
+    if output == "json":
+        click.echo(text, nl=False)
+    else:
+        echo_text(text, nl=False)
     sys.exit(EXIT_CHANGED if review.fails(Level(fail_on) if fail_on else None) else EXIT_SAME)

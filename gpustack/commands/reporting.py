@@ -10,9 +10,16 @@ from typing import NoReturn
 import click
 
 from gpustack.diagnostic import Severity, sort_diagnostics
+from gpustack.escapes import printable
 from gpustack.plan import Plan
 from gpustack.report import format_json, format_text, stop_summary
 from gpustack.validation import Validation, source_lines
+
+
+def echo_text(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Text for a terminal (a report, a line naming a file): controls, bidi overrides and line separators escaped,
+    newlines kept (escapes.printable, the one escaping function)."""
+    click.echo(printable(text, keep_newlines=True), err=err, nl=nl)
 
 
 def echo_diagnostics(results: Sequence[Validation], *, err: bool = True) -> None:

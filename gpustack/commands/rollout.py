@@ -9,14 +9,15 @@ import click
 
 from gpustack.codes import ROLLOUT_UNSAFE_WORD
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import stop_if_compile_failed, stop_invalid
+from gpustack.commands.reporting import echo_text, stop_if_compile_failed, stop_invalid
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
+from gpustack.escapes import hidden
 from gpustack.review.loading import Side, side_at_revision, side_from_file
 from gpustack.review.revision import RevisionError
 from gpustack.rollout.model import DEFAULT_PERCENT
 from gpustack.rollout.planner import MaxUnavailableError, plan_rollout
 from gpustack.rollout.render import RENDERERS
-from gpustack.rollout.script import UnsafeWord, hidden, visible
+from gpustack.rollout.script import UnsafeWord, visible
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # an invalid blueprint, a git failure, or a refused capacity drop
@@ -38,7 +39,7 @@ def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[S
     try:
         before = side_at_revision(blueprints[0], base) if base is not None else side_from_file(blueprints[0])
     except RevisionError as error:
-        click.echo(f"gpustack rollout: {error}", err=True)
+        echo_text(f"gpustack rollout: {error}", err=True)
         sys.exit(EXIT_FAILED)
     after = side_from_file(blueprints[-1])
     if before.snapshot is None or after.snapshot is None:
@@ -112,5 +113,8 @@ def command(
         problem = Diagnostic(ROLLOUT_UNSAFE_WORD, Severity.ERROR, str(error), None, (), None)
         unsafe = dataclasses.replace(after.validation, diagnostics=(problem,))
         stop_invalid([unsafe], output, "no script written", command="rollout", exit_code=EXIT_FAILED)
-    click.echo(text, nl=False)
+    if output in ("json", "script"):
+        click.echo(text, nl=False)  # escaped or quoted as its format needs; the script's bytes are its meaning
+    else:
+        echo_text(text, nl=False)
     sys.exit(EXIT_OK)

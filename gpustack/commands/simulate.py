@@ -9,7 +9,7 @@ import click
 
 from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
 from gpustack.commands.options import output_option
-from gpustack.commands.reporting import echo_diagnostics, stop_invalid
+from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invalid
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError, JsonPath, Span, sort_diagnostics
 from gpustack.load import read_document
@@ -98,5 +98,8 @@ def command(
         return document.span(path)
 
     data = report_data(simulation, result.file, locate)
-    click.echo(format_json(data) if output == "json" else format_text(data), nl=False)
+    if output == "json":
+        click.echo(format_json(data), nl=False)
+    else:
+        echo_text(format_text(data), nl=False)  # descriptions, names and images reach the terminal escaped
     sys.exit(0 if data["ok"] else 1)

@@ -8,6 +8,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpustack.escapes import printable
+
 NAMES_SHOWN = 12  # past this a list of nodes or workloads says "+N more": a comment must stay readable
 
 
@@ -69,14 +71,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: int = 2
 
 # Every line terminator CommonMark or GitHub honours: a lone CR ends a table row as surely as LF does (M6).
 _LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x85\u2028\u2029]")
-_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
 
 
 def one_line(text: str) -> str:
     """User-derived text (a file name, a revision, an object's name) kept on one markdown line: line breaks become
-    spaces and control characters escapes, as in a table cell, so it cannot open a heading, list or link (N9)."""
-    text = _LINE_BREAKS.sub(" ", text)
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    spaces and other hidden characters (controls, bidi overrides) escapes, as in a table cell, so it cannot open a
+    heading, list or link (N9), nor reorder what the reviewer reads (N16)."""
+    return printable(_LINE_BREAKS.sub(" ", text))
 
 
 def cell(text: str) -> str:

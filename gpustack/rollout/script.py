@@ -21,16 +21,13 @@ import hashlib
 import json
 import re
 import shlex
-import unicodedata
 from collections.abc import Sequence
 
+from gpustack.escapes import printable
 from gpustack.rollout.model import Action, RolloutPlan, Step
 
 OBJECT_END = "GPUSTACK_OBJECT"  # heredoc delimiter; one-line JSON can never equal it
 STATE_VERSION = "1"  # the state file's format: a header line, then one line per finished step
-# Characters that can end or disguise a line: C0 and C1 controls and DEL (Cc), format characters such as bidi
-# overrides (Cf), U+2028 and U+2029 (Zl, Zp), and lone surrogates (Cs), which cannot even be encoded.
-HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -38,27 +35,11 @@ class UnsafeWord(ValueError):
     """Plan data that no shell word can carry (a NUL byte): the script is not written."""
 
 
-def hidden(char: str) -> bool:
-    return unicodedata.category(char) in HIDDEN_CATEGORIES
-
-
 def visible(text: str, backslashes: bool = True) -> str:
-    """The text on one line, every hidden character escaped (and the backslash, so escapes stay unambiguous, unless
-    `backslashes` is False: terminal text that shows shell words, whose backslashes are their own)."""
-    if text.isascii() and text.isprintable():  # the common case: nothing to escape but backslashes
-        return text.replace("\\", "\\\\") if backslashes else text
-    out: list[str] = []
-    for char in text:
-        if char == "\\" and backslashes:
-            out.append("\\\\")
-        elif hidden(char):
-            point = ord(char)
-            out.append(
-                f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
-            )
-        else:
-            out.append(char)
-    return "".join(out)
+    """The text on one line, every hidden character escaped as the terminal reporters escape it (escapes.printable;
+    a tab too, so a line is all printable), and the backslash, so escapes stay unambiguous, unless `backslashes` is
+    False: terminal text that shows shell words, whose backslashes are their own."""
+    return printable(text.replace("\\", "\\\\") if backslashes else text).replace("\t", "\\x09")
 
 
 def comment(text: str) -> str:
