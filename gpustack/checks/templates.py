@@ -1,5 +1,7 @@
 """Workload templates rendered exactly as compile renders them (GS606: a template that fails to render, breaks a
-rule, or renders an object another object already is), so `validate` fails where `compile` would."""
+rule, renders an object another object already is, or reads device env through `envFrom` of a ConfigMap another
+template renders), so `validate` fails where `compile` would. The rules themselves live beside the rendering
+(`workload_templates.check_rendered`, `check_env_sources`), below compile, which renders through the same door."""
 
 from __future__ import annotations
 
