@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from gpustack.cli import group
 from gpustack.plan import HelmRelease, Manifest
-from gpustack.rollout.model import Action, Phase, PhaseKind, RolloutPlan
+from gpustack.rollout.capacity import Tracker, availability, supply
+from gpustack.rollout.model import Action, Availability, Phase, PhaseKind, RolloutPlan
 from gpustack.rollout.nodes import NodeChange, NodeState, TaintKey
 from gpustack.rollout.objects import apply_step, delete_step, helm_uninstall_step, helm_upgrade_step
 from gpustack.rollout.render import RENDERERS
@@ -452,3 +453,68 @@ def test_a_linked_state_folder_is_refused(tmp_path: Path) -> None:
     os.symlink(real, tmp_path / "link")
     result, made = run(script, tmp_path, state=tmp_path / "link")
     assert refused(result, made, "only you can open")
+
+
+# --- N8: capacity per wave, worked out incrementally, equals the straightforward count
+
+
+def _state(pool: str, offers: tuple[tuple[str, int], ...]) -> NodeState:
+    return NodeState(pool, (), (), (), offers, offers, None)
+
+
+offer = st.tuples(
+    st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"]), st.integers(0, 8)
+)
+node_state = st.builds(_state, st.sampled_from(["a", "b", "c"]), st.lists(offer, max_size=3).map(tuple))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    old=st.dictionaries(st.sampled_from([f"n{i}" for i in range(8)]), node_state, max_size=8),
+    waves=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.lists(st.tuples(st.sampled_from([f"n{i}" for i in range(10)]), st.none() | node_state), max_size=3),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=6,
+    ),
+    quota=st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"])),
+        st.dictionaries(st.sampled_from(["t1", "t2"]), st.integers(0, 20), min_size=1, max_size=2),
+        max_size=4,
+    ),
+)
+def test_incremental_capacity_equals_counting_every_node_each_wave(
+    old: dict[str, NodeState],
+    waves: list[tuple[str, list[tuple[str, NodeState | None]], bool, bool]],
+    quota: dict[tuple[str, str], dict[str, int]],
+) -> None:
+    """Every wave's table, its pool's rows, its dips and each pair's lowest figure, as the old per-wave recount
+    (supply of every node not out, then availability) gives them."""
+    tracker = Tracker(old, quota)
+    current = dict(old)
+    lowest: dict[tuple[str, str], tuple[int, Availability]] = {}
+    for index, (pool, nodes, drains, shown) in enumerate(waves):
+        changes = list(dict(nodes).items())  # a node at most once in a wave
+        out = [node for node, _ in changes] if drains else []
+        expected = availability(supply(s for n, s in current.items() if n not in out), quota)
+        own, dips = tracker.wave(pool, out, changes, shown=shown)
+        assert tracker.timeline.at(index) == expected
+        assert own == tuple(r for r in expected if r.pool == pool)
+        assert dips == tuple(r for r in expected if r.short > 0)
+        if shown:
+            for row in expected:
+                key = (row.pool, row.resource)
+                if key not in lowest or row.available < lowest[key][1].available:
+                    lowest[key] = (index, row)
+        for node, new in changes:
+            if new is None:
+                current.pop(node, None)
+            else:
+                current[node] = new
+    assert tracker.lowest == lowest
+    # and read again out of order, each wave's table is the same
+    for index in reversed(range(len(waves))):
+        assert tracker.timeline.at(index) == tracker.timeline.at(index)

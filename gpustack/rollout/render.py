@@ -149,7 +149,8 @@ def render_markdown_summary(plan: RolloutPlan, heading: str = "##") -> str:
     """The plan's summary alone: what `gpustack diff --output markdown` shows under the review."""
     lines = [f"{heading} Rollout plan", "", summary_line(plan) + ".", ""]
     lines.append(
-        f"Max unavailable per pool: {plan.max_unavailable}. Full plan: `gpustack rollout` with the same arguments."
+        f"Max unavailable per pool: {_prose(plan.max_unavailable)}. "
+        "Full plan: `gpustack rollout` with the same arguments."
     )
     header, rows = capacity_rows(plan)
     if rows:
