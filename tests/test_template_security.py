@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conftest import BLUEPRINTS
 
 from gpustack.cli import group
+from gpustack.object_names import LABEL_1035, LABEL_1123, SUBDOMAIN, label_value_fault, name_fault, qualified_name_fault
 
 REVIEW = Path(__file__).resolve().parents[2] / "shared" / "reference" / "security-review-3"
 
@@ -261,6 +262,53 @@ def test_a_job_set_name_is_a_dns_1035_label(tmp_path: Path) -> None:
     blueprint = (BLUEPRINTS / "multi-node.yaml").read_text(encoding="utf-8")
     pod = "manifest.spec.replicatedJobs[0].template.spec.template.spec"
     refused(tmp_path, blueprint, {"pretrain": mutate("m.metadata.update({'name': '9pretrain'})", pod)}, "DNS-1035")
+
+
+# Test vectors of k8s.io/apimachinery/pkg/util/validation (validation_test.go): the syntax is Kubernetes' own.
+GOOD_QUALIFIED = [
+    "simple",
+    "now-with-dashes",
+    "1-starts-with-num",
+    "1234",
+    "simple/simple",
+    "now-with-dashes/simple",
+    "now.with.dots/simple",
+    "1-num.2-num/3-num",
+    "1.2.3.4/5678",
+    "Uppercase_Is_OK_123",
+    "example.com/Uppercase_Is_OK_123",
+    "requests.storage-foo",
+    "a" * 63,
+    "a" * 253 + "/" + "b" * 63,
+]
+BAD_QUALIFIED = [
+    "nospecialchars%^=@",
+    "cantendwithadash-",
+    "-cantstartwithadash-",
+    "only/one/slash",
+    "Example.com/abc",
+    "example_com/abc",
+    "example.com/",
+    "/simple",
+    "a" * 64,
+    "a" * 254 + "/abc",
+]
+GOOD_VALUES = ["simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234", "a" * 63, ""]
+BAD_VALUES = ["nospecialchars%^=@", "Tama-nui-te-r\u0101", "\u000bunprintable", "-starts", "ends-", ".dot", "a" * 64]
+
+
+def test_the_syntax_matches_kubernetes_own_test_vectors() -> None:
+    assert [k for k in GOOD_QUALIFIED if qualified_name_fault(k) is not None] == []
+    assert [k for k in BAD_QUALIFIED if qualified_name_fault(k) is None] == []
+    assert [v for v in GOOD_VALUES if label_value_fault(v) is not None] == []
+    assert [v for v in BAD_VALUES if label_value_fault(v) is None] == []
+    good_subdomains = ["a", "ab", "a-b", "0", "a.b", "1.2.3", "a" * 253, "a-1.b-2"]
+    bad_subdomains = ["", "A", "a_b", "-a", "a-", "a..b", ".a", "a.", "a b", "a" * 254, "a\n"]
+    assert [n for n in good_subdomains if name_fault(n, SUBDOMAIN) is not None] == []
+    assert [n for n in bad_subdomains if name_fault(n, SUBDOMAIN) is None] == []
+    assert name_fault("1abc", LABEL_1035) is not None and name_fault("abc-1", LABEL_1035) is None
+    assert name_fault("a.b", LABEL_1123) is not None and name_fault("1-a", LABEL_1123) is None
+    assert name_fault("chat-", SUBDOMAIN, prefix=True) is None  # a generateName prefix may end in '-'
 
 
 # --- N3: a Volcano tenant keeps to its own queue and priority ---------------------------------------------------------
