@@ -28,7 +28,15 @@ VOLCANO_DEFAULT_QUEUE = "default"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # HAMi: its device plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector default); gpustack adds
 # a label of its own that only HAMi pools carry, so a stray gpu=on elsewhere never starts a second plugin there.
-HAMI_NODE_LABELS: dict[str, str] = {"gpu": "on", "gpustack.io/device-plugin": "hami"}
+HAMI_DEVICE_PLUGIN_LABEL = "gpustack.io/device-plugin"
+HAMI_DEVICE_PLUGIN = "hami"  # its value on a HAMi pool's nodes
+HAMI_NODE_LABELS: dict[str, str] = {"gpu": "on", HAMI_DEVICE_PLUGIN_LABEL: HAMI_DEVICE_PLUGIN}
+# The node labels gpustack derives from the blueprint and writes itself: a pool may not set them (GS406), and
+# `import` and `drift` never take them for a pool's own.
+OWNED_NODE_LABELS = (DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, POOL_LABEL, HAMI_DEVICE_PLUGIN_LABEL)
+# GPU Feature Discovery's label with the GPU's product name (e.g. NVIDIA-H100-80GB-HBM3, with -SHARED or -MIG-<profile>
+# appended under sharing); the catalog matches models by it, the simulator writes it, import and drift read it.
+GFD_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def priority_class_name(level: str) -> str:

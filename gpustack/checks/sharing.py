@@ -17,15 +17,10 @@ from gpustack.codes import (
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, SharingStrategy
-from gpustack.names import HAMI_NODE_LABELS
+from gpustack.names import HAMI_NODE_LABELS, OWNED_NODE_LABELS
 from gpustack.quantity import format_gib
 
-OWNED_LABELS = (
-    "nvidia.com/device-plugin.config",
-    "nvidia.com/mig.config",
-    "gpustack.io/pool",
-    "gpustack.io/device-plugin",
-)
+OWNED_LABELS = OWNED_NODE_LABELS
 # Labels GPU Feature Discovery writes on every GPU node, overwriting a value set by hand on its next pass
 # (../shared research gfd-labels.md; k8s-device-plugin internal/lm). Not nvidia.com/gpu.deploy.* and
 # gpu.workload.config: the GPU Operator reads those from the user.

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.cluster.configs import read_configs
 from gpustack.cluster.labels import (
-    CLOUD_POOL_LABELS,
     COUNT,
     GPU_RESOURCE,
     MIG_STRATEGY,
-    PRODUCT,
+    POOL_ORIGIN_LABELS,
     PROVIDER_POOL_LABELS,
     REPLICAS,
     SHARING_STRATEGY,
@@ -30,11 +30,18 @@ from gpustack.cluster.labels import (
     is_system_label,
     user_taints,
 )
-from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, embedded_yaml
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
 from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, OPERATOR_DEVICE_PLUGIN_LABEL
+from gpustack.names import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GFD_PRODUCT_LABEL,
+    HAMI_DEVICE_PLUGIN,
+    HAMI_DEVICE_PLUGIN_LABEL,
+    MIG_CONFIG_LABEL,
+    OPERATOR_DEVICE_PLUGIN_LABEL,
+)
 from gpustack.quantity import parse_quantity
 from gpustack.yamlout import dump_yaml
 
@@ -46,7 +53,7 @@ DEFAULT_KUBERNETES = "1.33"
 KUBELET_MAX_PODS = 110
 
 
-@dataclass
+@dataclass(eq=False)  # a pool is itself: compared by identity, never field by field over its nodes
 class _Pool:
     """A pool being inferred: its blueprint mapping, nodes, what it advertises and what was guessed."""
 
@@ -76,31 +83,9 @@ class Import:
     text: str  # the blueprint, with comments
     data: dict[str, Any]  # the same blueprint as data (what the comments annotate)
     diagnostics: tuple[Diagnostic, ...]
-
-
-def _device_plugin_configs(snapshot: ClusterSnapshot) -> dict[str, Mapping[str, Any]]:
-    """Config key -> device plugin config, from any ConfigMap whose entries read as one (version v1 + sharing/flags)."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for config_map in snapshot.config_maps:
-        for key, _ in config_map.data:
-            data = embedded_yaml(config_map, key, snapshot.file)
-            if isinstance(data, dict) and data.get("version") == "v1" and ("sharing" in data or "flags" in data):
-                found.setdefault(key, data)
-    return found
-
-
-def _mig_parted_configs(snapshot: ClusterSnapshot) -> dict[str, list[Any]]:
-    """mig-parted config name -> its entries, from any ConfigMap holding a mig-parted spec."""
-    found: dict[str, list[Any]] = {}
-    for config_map in snapshot.config_maps:
-        for key, _ in config_map.data:
-            data = embedded_yaml(config_map, key, snapshot.file)
-            configs = data.get("mig-configs") if isinstance(data, dict) else None
-            if isinstance(configs, dict):
-                for name, entries in configs.items():
-                    if isinstance(entries, list):
-                        found.setdefault(name, entries)
-    return found
+    # (section, name, note): a pool's or tenant's guesses under nodePools/tenants, the whole blueprint's under ""
+    # ("guessed" or "ignored" for the header's), in the order the text shows them
+    notes: tuple[tuple[str, str, str], ...] = ()
 
 
 def _int_label(node: SnapshotNode, key: str) -> int | None:
@@ -118,7 +103,7 @@ def _replication(
 ) -> dict[str, Any] | None:
     strategy = node.label(SHARING_STRATEGY)
     replicas = _int_label(node, REPLICAS) or 1
-    renamed = dict(node.allocatable).get(f"{GPU_RESOURCE}.shared") is not None
+    renamed = node.allocatable_map.get(f"{GPU_RESOURCE}.shared") is not None
     sharing_config = plugin_config.get("sharing") if plugin_config is not None else None
     if isinstance(sharing_config, dict):
         for kind in ("timeSlicing", "mps"):
@@ -257,12 +242,12 @@ def _node_pool(
     parted: dict[str, list[Any]],
 ) -> _Pool:
     guesses: list[str] = []
-    product = node.label(PRODUCT) or ""
+    product = node.label(GFD_PRODUCT_LABEL) or ""
     base = _base_product(product) if product else ""
     model = catalog.resolve(base) if base else None
     count = _int_label(node, COUNT)
     sharing: dict[str, Any] | None
-    if dict(node.labels).get("gpustack.io/device-plugin") == "hami":
+    if node.label(HAMI_DEVICE_PLUGIN_LABEL) == HAMI_DEVICE_PLUGIN:
         sharing = {"strategy": "hami"}
         guesses.append("HAMi settings: not on the node's labels; HAMi's defaults")
     else:
@@ -283,12 +268,12 @@ def _node_pool(
         guesses.append(f"gpu.count: no {COUNT} label; {count} from the node's allocatable {GPU_RESOURCE}")
     model_name = model.key if model is not None else base
     if not product:
-        guesses.append(f"gpu.model: no {PRODUCT} label on {node.name}")
+        guesses.append(f"gpu.model: no {GFD_PRODUCT_LABEL} label on {node.name}")
     # gpustack switches the operator's plugin off on HAMi pools (HAMi's label says so) and on DRA pools.
     dra = node.label(OPERATOR_DEVICE_PLUGIN_LABEL) == "false" and sharing != {"strategy": "hami"}
     if dra:
         guesses.append(f"allocation: dra, since {OPERATOR_DEVICE_PLUGIN_LABEL}=false and no HAMi label")
-    cloud = next(((key, node.label(key)) for key in CLOUD_POOL_LABELS if node.label(key)), None)
+    cloud = next(((key, node.label(key)) for key in POOL_ORIGIN_LABELS if node.label(key)), None)
     provider = next(((key, value) for key in PROVIDER_POOL_LABELS if (value := node.label(key))), None)
     hint = (
         dns_label(cloud[1] or "", "pool")
@@ -329,15 +314,19 @@ def _sharing_suffix(sharing: dict[str, Any] | None) -> str:
     return f"-{strategy}" if strategy else "-mig"
 
 
-def _name_pools(pools: list[_Pool]) -> None:
+def _name_pools(pools: Iterable[_Pool]) -> None:
+    """Each pool its hint, or the hint with the next free -N: one pass, each hint's counter only ever goes up, so
+    n pools of one hint cost n names tried, not n squared (N7)."""
     taken: set[str] = set()
+    counters: dict[str, int] = {}
     for pool in pools:
         name = pool.hint
-        counter = 2
+        counter = counters.get(pool.hint, 2)
         while name in taken:
             suffix = f"-{counter}"
             name = pool.hint[: 63 - len(suffix)] + suffix
             counter += 1
+        counters[pool.hint] = counter
         taken.add(name)
         pool.name = name
 
@@ -346,13 +335,13 @@ def _common_labels(nodes: Iterable[SnapshotNode]) -> dict[str, str]:
     nodes = list(nodes)
     common = {k: v for k, v in nodes[0].labels if not is_system_label(k)}
     for node in nodes[1:]:
-        theirs = dict(node.labels)
+        theirs = node.label_map
         common = {k: v for k, v in common.items() if theirs.get(k) == v}
     return dict(sorted(common.items()))
 
 
 def _smallest(nodes: Iterable[SnapshotNode], resource: str) -> str | None:
-    found = [(parse_quantity(text), text) for node in nodes if (text := dict(node.allocatable).get(resource))]
+    found = [(parse_quantity(text), text) for node in nodes if (text := node.allocatable_map.get(resource))]
     return min(found)[1] if found else None
 
 
@@ -374,7 +363,7 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         data["taints"] = [
             {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect} for t in taints
         ]
-    slots = sorted({int(n.allocatable_amount("pods")) for n in pool.nodes if dict(n.allocatable).get("pods")})
+    slots = sorted({int(n.allocatable_amount("pods")) for n in pool.nodes if n.allocatable_map.get("pods")})
     if slots and slots != [KUBELET_MAX_PODS]:
         data["maxPods"] = slots[0]
         if len(slots) > 1:
@@ -428,20 +417,25 @@ def _stack_guess(pools: list[_Pool], catalog: Catalog) -> str | None:
 def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | None = None) -> Import:
     """The blueprint a snapshot implies, with `# guessed:` comments and GS021/GS022 diagnostics."""
     catalog = catalog if catalog is not None else load_catalog()
-    plugin_configs, parted = _device_plugin_configs(snapshot), _mig_parted_configs(snapshot)
-    pools: list[_Pool] = []
+    configs = read_configs(snapshot)
+    by_key: dict[tuple[Any, ...], _Pool] = {}  # in first-node order: a pool's place is its first node's
     for node in snapshot.nodes:
         if not is_gpu_node(node):
             continue
-        candidate = _node_pool(node, catalog, plugin_configs, parted)
-        same = next((p for p in pools if p.key == candidate.key), None)
+        candidate = _node_pool(node, catalog, configs.plugin, configs.parted)
+        same = by_key.get(candidate.key)
         if same is not None:
             same.nodes.append(node)
         else:
-            pools.append(candidate)
+            by_key[candidate.key] = candidate
+    pools = list(by_key.values())
     _name_pools(pools)
     diagnostics = [d for pool in pools for d in _pool_diagnostics(pool, snapshot, catalog)]
-    known = [p for p in pools if not p.unknown and (p.sharing is None or "unreadable-mig" not in p.sharing)]
+    known: list[_Pool] = []
+    left_out: list[_Pool] = []  # written commented out, after the blueprint
+    for pool in pools:
+        readable = not pool.unknown and (pool.sharing is None or "unreadable-mig" not in pool.sharing)
+        (known if readable else left_out).append(pool)
     advertised = {p.name: p.advertised() for p in known}
     tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
     version, version_guess = _kubernetes_version(snapshot)
@@ -469,23 +463,32 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
         header.append(f"# guessed: {version_guess}; {DEFAULT_KUBERNETES}")
     if stack_guess is not None:
         header.append(f"# guessed: stack: device-plugin: {stack_guess}")
+    header += [f"# guessed: {note}" for note in configs.guesses]
+    header += [f"# ignored: {note}" for note in configs.ignored]
+    listed = [
+        ("", kind, line.removeprefix(f"# {kind}: "))
+        for line in header
+        for kind in ("guessed", "ignored")
+        if line.startswith(f"# {kind}: ")
+    ]
+    listed += [(section, name, note) for (section, name), found in notes.items() for note in found]
     if not spec["nodePools"]:
-        return Import("", data, tuple(diagnostics))
-    text = _render(data, notes, header, [p for p in pools if p not in known])
-    return Import(text, data, tuple(diagnostics))
+        return Import("", data, tuple(diagnostics), tuple(listed))
+    text = _render(data, notes, header, left_out)
+    return Import(text, data, tuple(diagnostics), tuple(listed))
 
 
 def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) -> list[Diagnostic]:
     node = pool.nodes[0]
     names = ", ".join(n.name for n in pool.nodes)
     if pool.unknown:
-        product = node.label(PRODUCT)
+        product = node.label(GFD_PRODUCT_LABEL)
         if product is None:
             return [
                 _diagnostic(
                     SNAPSHOT_NO_PRODUCT_LABEL,
-                    f"node {node.name} has GPUs but no {PRODUCT} label; pool '{pool.name}' ({names}) is written "
-                    "commented out",
+                    f"node {node.name} has GPUs but no {GFD_PRODUCT_LABEL} label; pool '{pool.name}' ({names}) is "
+                    "written commented out",
                     snapshot,
                     (*node.path, "metadata", "labels"),
                     "run GPU Feature Discovery on the node (labels longer than 63 characters are dropped by NFD), "
@@ -500,7 +503,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) 
                 f"unknown GPU product '{product}' on {names}: expected a model in gpustack's catalog "
                 f"(gpustack models){did_you_mean}; pool '{pool.name}' is written commented out",
                 snapshot,
-                (*node.path, "metadata", "labels", PRODUCT),
+                (*node.path, "metadata", "labels", GFD_PRODUCT_LABEL),
                 "set gpu.model to the catalog key of this GPU and uncomment the pool",
             )
         ]

@@ -7,25 +7,25 @@ or taint that Kubernetes, a cloud, an autoscaler, NFD/GFD or gpustack itself wri
 from __future__ import annotations
 
 from gpustack.cluster.snapshot import SnapshotNode, SnapshotTaint
-from gpustack.names import HAMI_NODE_LABELS, POOL_LABEL
+from gpustack.names import (
+    CLOUD_POOL_LABELS,
+    GFD_PRODUCT_LABEL,
+    HAMI_DEVICE_PLUGIN,
+    HAMI_DEVICE_PLUGIN_LABEL,
+    HAMI_NODE_LABELS,
+    POOL_LABEL,
+)
 
-PRODUCT = "nvidia.com/gpu.product"
 COUNT = "nvidia.com/gpu.count"
 REPLICAS = "nvidia.com/gpu.replicas"
 SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
 MIG_STRATEGY = "nvidia.com/mig.strategy"
 GPU_RESOURCE = "nvidia.com/gpu"
-# Where clouds and provisioners record the node pool a node came from, most specific first.
-CLOUD_POOL_LABELS = (
-    POOL_LABEL,
-    "cloud.google.com/gke-nodepool",
-    "eks.amazonaws.com/nodegroup",
-    "karpenter.sh/nodepool",
-    "kubernetes.azure.com/agentpool",
-    "agentpool",
-)
+# Where a node's pool of origin is recorded, most specific first: gpustack's own pool label, then each provider's
+# node-pool label (names.CLOUD_POOL_LABELS, which compile selects cloud pools by), then AKS's older bare label.
+POOL_ORIGIN_LABELS = (POOL_LABEL, *CLOUD_POOL_LABELS.values(), "agentpool")
 # The labels a provider puts on the nodes it makes: what a selector pool selects by.
-PROVIDER_POOL_LABELS = CLOUD_POOL_LABELS[1:]
+PROVIDER_POOL_LABELS = POOL_ORIGIN_LABELS[1:]
 # Label keys that clouds, Kubernetes, NFD/GFD or gpustack itself write: never copied into a pool's labels.
 _SYSTEM_DOMAINS = ("kubernetes.io", "k8s.io", "nvidia.com", "gpustack.io", "cloud.google.com", "amazonaws.com")
 _SYSTEM_DOMAINS_EXACT = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.azure.com", "alpha.eksctl.io")
@@ -54,7 +54,7 @@ def user_taints(node: SnapshotNode) -> tuple[SnapshotTaint, ...]:
 def is_gpu_node(node: SnapshotNode) -> bool:
     labels = dict(node.labels)
     return (
-        PRODUCT in labels
+        GFD_PRODUCT_LABEL in labels
         or any(name.startswith("nvidia.com/") for name, _ in node.allocatable)
-        or (labels.get("gpustack.io/device-plugin") == "hami")
+        or (labels.get(HAMI_DEVICE_PLUGIN_LABEL) == HAMI_DEVICE_PLUGIN)
     )

@@ -2,8 +2,9 @@
 
 Read with the blueprint loader (size caps, no aliases or tags, positions kept; JSON is YAML), then turned into
 small typed records. Only the fields gpustack reasons about are kept; every record knows its JSON path so a
-malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps may ride along in
-the same List: their `data` values are YAML texts, parsed with the same loader.
+malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps and the operator's
+ClusterPolicy may ride along in the same List: the ConfigMaps' `data` values are YAML texts, parsed with the same
+loader, and the ClusterPolicy says which of them the operator reads (cluster/configs.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity,
 from gpustack.load import Document, parse_document, read_document
 from gpustack.quantity import parse_quantity
 
-KINDS = ("Node", "Pod", "PriorityClass", "ResourceQuota", "Namespace", "ConfigMap")
+KINDS = ("Node", "Pod", "PriorityClass", "ResourceQuota", "Namespace", "ConfigMap", "ClusterPolicy")
 TERMINAL_PHASES = ("Succeeded", "Failed")  # pods that hold nothing any more
 
 
@@ -41,10 +42,18 @@ class SnapshotNode:
     path: JsonPath
 
     def label(self, key: str) -> str | None:
-        return dict(self.labels).get(key)
+        return self.label_map.get(key)
+
+    @cached_property
+    def label_map(self) -> Mapping[str, str]:  # import asks each node a dozen labels: one dict, not one per question
+        return dict(self.labels)
+
+    @cached_property
+    def allocatable_map(self) -> Mapping[str, str]:
+        return dict(self.allocatable)
 
     def allocatable_amount(self, resource: str) -> Decimal:
-        text = dict(self.allocatable).get(resource)
+        text = self.allocatable_map.get(resource)
         return Decimal(0) if text is None else parse_quantity(text)
 
 
@@ -74,11 +83,35 @@ class SnapshotPriorityClass:
 
 
 @dataclass(frozen=True)
+class ScopeRequirement:
+    """One `spec.scopeSelector.matchExpressions` entry of a ResourceQuota."""
+
+    scope: str  # Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...]
+
+    def text(self) -> str:
+        if self.operator in ("In", "NotIn"):
+            return f"{self.scope} {self.operator} ({', '.join(self.values)})"
+        return f"{self.scope} {self.operator}"
+
+
+@dataclass(frozen=True)
 class SnapshotQuota:
     name: str
     namespace: str
     hard: tuple[tuple[str, str], ...]
     path: JsonPath
+    scopes: tuple[str, ...] = ()  # spec.scopes: the quota counts only pods in every one of these
+    scope_selector: tuple[ScopeRequirement, ...] = ()  # spec.scopeSelector, ANDed with scopes
+
+    @property
+    def scoped(self) -> bool:
+        """Whether the quota binds only some of its namespace's pods (an unscoped one binds every pod)."""
+        return bool(self.scopes or self.scope_selector)
+
+    def scope_text(self) -> str:
+        return ", ".join([*self.scopes, *(requirement.text() for requirement in self.scope_selector)])
 
 
 @dataclass(frozen=True)
@@ -97,6 +130,19 @@ class SnapshotConfigMap:
 
 
 @dataclass(frozen=True)
+class SnapshotClusterPolicy:
+    """The GPU Operator's ClusterPolicy (cluster-scoped, so only a cluster admin writes it): where the operator runs
+    and which ConfigMaps its device plugin and MIG manager read."""
+
+    name: str
+    namespace: str | None  # status.namespace: the namespace the operator is installed in
+    state: str | None  # status.state; "ignored" on every ClusterPolicy but the one the operator acts on
+    device_plugin_config: str | None  # spec.devicePlugin.config.name
+    mig_config: str | None  # spec.migManager.config.name
+    path: JsonPath
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     file: str
     nodes: tuple[SnapshotNode, ...]
@@ -106,6 +152,7 @@ class ClusterSnapshot:
     namespaces: tuple[SnapshotNamespace, ...]
     config_maps: tuple[SnapshotConfigMap, ...]
     document: Document | None = field(default=None, repr=False, compare=False)
+    cluster_policies: tuple[SnapshotClusterPolicy, ...] = ()
 
     def span(self, path: JsonPath) -> Span | None:
         """Where a path of the snapshot file starts, for diagnostics about the cluster."""
@@ -175,6 +222,21 @@ class _Reader:
                 )
                 continue
             out.append((name, amount))
+        return tuple(out)
+
+    def strings(self, value: Any, path: JsonPath, what: str) -> tuple[str, ...]:
+        """A list of strings (quota scopes, scope values); anything else in it is reported."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.fail(path, f"{what} list is {_kind_of(value)}", "a list of strings", _KUBECTL_HINT)
+            return ()
+        out = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                self.fail((*path, index), f"{what} is {_kind_of(item)}", "a string", _KUBECTL_HINT)
+                continue
+            out.append(item)
         return tuple(out)
 
     def integer(self, value: Any, path: JsonPath, what: str, default: int) -> int:
@@ -332,7 +394,20 @@ def _quota(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Snapshot
         return None
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
     hard = reader.quantities(spec.get("hard"), (*path, "spec", "hard"), "quota")
-    return SnapshotQuota(named[0], named[1] or "default", hard, path)
+    scopes = reader.strings(spec.get("scopes"), (*path, "spec", "scopes"), "a quota scope")
+    selector = reader.mapping(spec.get("scopeSelector"), (*path, "spec", "scopeSelector"), "scopeSelector") or {}
+    requirements = []
+    where = (*path, "spec", "scopeSelector", "matchExpressions")
+    expressions = selector.get("matchExpressions")
+    for index, raw in enumerate(expressions if isinstance(expressions, list) else []):
+        expression = reader.mapping(raw, (*where, index), "a scope expression") or {}
+        scope, operator = expression.get("scopeName"), expression.get("operator")
+        if not isinstance(scope, str) or not isinstance(operator, str):
+            reader.fail((*where, index), "a scope expression without scopeName or operator", "both", _KUBECTL_HINT)
+            continue
+        values = reader.strings(expression.get("values"), (*where, index, "values"), "a scope value")
+        requirements.append(ScopeRequirement(scope, operator, values))
+    return SnapshotQuota(named[0], named[1] or "default", hard, path, scopes, tuple(requirements))
 
 
 def _namespace(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotNamespace | None:
@@ -351,6 +426,30 @@ def _config_map(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Sna
     return SnapshotConfigMap(named[0], named[1] or "default", data, path)
 
 
+def _cluster_policy(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotClusterPolicy | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
+
+    def config_name(component: str) -> str | None:
+        part = reader.mapping(spec.get(component), (*path, "spec", component), component) or {}
+        config = reader.mapping(part.get("config"), (*path, "spec", component, "config"), "config") or {}
+        name = config.get("name")
+        return name if isinstance(name, str) and name else None
+
+    namespace, state = status.get("namespace"), status.get("state")
+    return SnapshotClusterPolicy(
+        name=named[0],
+        namespace=namespace if isinstance(namespace, str) and namespace else None,
+        state=state if isinstance(state, str) else None,
+        device_plugin_config=config_name("devicePlugin"),
+        mig_config=config_name("migManager"),
+        path=path,
+    )
+
+
 def snapshot_from(document: Document) -> ClusterSnapshot:
     """The records of a loaded snapshot. Raises DiagnosticError (GS020) when an object is malformed."""
     reader = _Reader(document)
@@ -362,6 +461,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "ResourceQuota": _quota,
         "Namespace": _namespace,
         "ConfigMap": _config_map,
+        "ClusterPolicy": _cluster_policy,
     }
     for item, path in _items(reader):
         kind = item.get("kind")
@@ -380,6 +480,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         namespaces=tuple(sorted(found["Namespace"], key=lambda n: n.name)),
         config_maps=tuple(found["ConfigMap"]),
         document=document,
+        cluster_policies=tuple(sorted(found["ClusterPolicy"], key=lambda p: p.name)),
     )
 
 

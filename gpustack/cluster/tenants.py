@@ -5,14 +5,25 @@ node order when several do and capped at what they have (a quota above the pool 
 every such choice is returned as a guess for the importer to write as a comment. A DRA pool advertises no
 extended resource: its quota is read from gpustack's device-class quota (`<unit>.<pool>.gpustack.io` devices),
 and taken off the same unit's `requests.nvidia.com/` quota, which gpustack writes for DRA pools too.
+
+Import never grants more than the cluster enforces (N5). The API server admits a pod only if every ResourceQuota of
+its namespace that covers the pod has room, so of several quotas on one resource the smallest binds. A quota with
+`scopes` or a `scopeSelector` covers only the pods in its scope (a PriorityClass, Terminating pods, ...), while the
+blueprint's quota binds every pod of the tenant (gpustack compiles it unscoped). The imported amount is therefore the
+smallest over every quota of the namespace, scoped or not: taking only the unscoped ones would let the pods a scoped
+quota holds to less run up to the larger limit. For the pods outside the scope the blueprint is then stricter than
+the cluster, which the guess note says, naming the scope. Several namespaces grouped under one tenant share its one
+quota, each getting all of it, so the tenant gets the smallest of theirs too: grouping never raises a namespace's
+limit. A namespace without a quota on a resource is unlimited in it and constrains nothing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from gpustack.cluster.snapshot import ClusterSnapshot
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotPod, SnapshotQuota
 from gpustack.dra import CLASS_SUFFIX, load_facts
 from gpustack.model import PRIORITY_VALUES
 from gpustack.names import POOL_LABEL, TENANT_LABEL, priority_class_name
@@ -20,7 +31,9 @@ from gpustack.quantity import parse_quantity
 
 SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
 SYSTEM_NAMESPACES = frozenset({"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system"})
+QUOTA_PREFIX = "requests.nvidia.com/"  # extended resources take quota only as requests.<name>
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
+_Found = list[tuple[int, SnapshotQuota]]  # one resource's hard amounts in one namespace, with their quotas
 
 
 def dns_label(text: str, fallback: str) -> str:
@@ -32,6 +45,40 @@ def _is_tenant_namespace(name: str) -> bool:
     return name not in SYSTEM_NAMESPACES and not name.startswith(SYSTEM_NAMESPACE_PREFIXES)
 
 
+def _smallest(what: str, namespace: str, found: _Found, notes: list[str]) -> int:
+    """The smallest of one namespace's hard amounts on a resource (what the API server enforces), noted where the
+    quotas disagree or the binding one is scoped."""
+    amount, binding = min(found, key=lambda item: item[0])
+    amounts = sorted({a for a, _ in found})
+    if len(amounts) > 1:
+        listed = ", ".join(f"{quota.name} {a}" for a, quota in sorted(found, key=lambda item: (item[0], item[1].name)))
+        notes.append(
+            f"quota {what}: {namespace}'s ResourceQuotas differ ({listed}); the smallest, {amount}, which the "
+            "API server enforces"
+        )
+    if binding.scoped:
+        notes.append(
+            f"quota {what}: {namespace}'s ResourceQuota {binding.name} ({amount}) counts only pods in scope "
+            f"{binding.scope_text()}; imported for every pod, so stricter than the cluster for the others"
+        )
+    return amount
+
+
+def _namespace_quotas(snapshot: ClusterSnapshot) -> dict[str, dict[str, _Found]]:
+    """namespace -> nvidia.com resource -> the hard amounts of the tenant namespaces' quotas on it."""
+    found: dict[str, dict[str, _Found]] = {}
+    for quota in snapshot.quotas:
+        if not _is_tenant_namespace(quota.namespace):
+            continue
+        for key, written in quota.hard:
+            if key.startswith(QUOTA_PREFIX):
+                resource = key.removeprefix("requests.")
+                found.setdefault(quota.namespace, {}).setdefault(resource, []).append(
+                    (int(parse_quantity(written)), quota)
+                )
+    return found
+
+
 def infer_tenants(
     snapshot: ClusterSnapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
@@ -41,26 +88,30 @@ def infer_tenants(
     split onto a pool the tenant never used would grant it that pool.
     """
     labels = {ns.name: dict(ns.labels) for ns in snapshot.namespaces}
+    namespace_notes: dict[str, list[str]] = {}
     per_namespace: dict[str, dict[str, int]] = {}
-    devices = _device_quotas(snapshot, pool_nodes)
-    for found in snapshot.quotas:
-        if not _is_tenant_namespace(found.namespace):
-            continue
-        for key, written in found.hard:
-            if key.startswith("requests.nvidia.com/"):
-                resource = key.removeprefix("requests.")
-                largest = per_namespace.setdefault(found.namespace, {})
-                largest[resource] = max(largest.get(resource, 0), int(parse_quantity(written)))
+    for namespace, resources in _namespace_quotas(snapshot).items():
+        said = namespace_notes.setdefault(namespace, [])
+        per_namespace[namespace] = {
+            resource: _smallest(resource, namespace, amounts, said) for resource, amounts in sorted(resources.items())
+        }
+    devices = _device_quotas(snapshot, pool_nodes, namespace_notes)
     for namespace, granted in devices.items():
-        largest = per_namespace.setdefault(namespace, {})
+        limits = per_namespace.setdefault(namespace, {})
         for (_pool, unit), amount in granted.items():  # the DRA pools' share of the extended-resource quota
             resource = f"nvidia.com/{unit}"
-            if resource in largest:
-                largest[resource] = max(largest[resource] - amount, 0)
+            if resource in limits:
+                limits[resource] = max(limits[resource] - amount, 0)
     grouped: dict[str, list[str]] = {}
     for namespace in sorted(per_namespace):
         label = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
         grouped.setdefault(dns_label(label, "tenant"), []).append(namespace)
+    pods = _pods_by_namespace(snapshot.pods)
+    node_pool = {node: pool for pool, nodes in pool_nodes.items() for node in nodes}
+    holders: dict[str, list[str]] = {}  # resource -> the pools that advertise it, in pool order
+    for pool, names in advertised.items():
+        for resource in names:
+            holders.setdefault(resource, []).append(pool)
     tenants: list[dict[str, Any]] = []
     notes: dict[str, list[str]] = {}
     for name, namespaces in grouped.items():
@@ -71,32 +122,27 @@ def infer_tenants(
                 f"namespaces: grouped by their {TENANT_LABEL} label; check that each belongs to this tenant, "
                 "which gets them its pools and quota"
             )
-        hard: dict[str, int] = {}
         for namespace in namespaces:
-            for resource, amount in per_namespace[namespace].items():
-                if resource in hard and hard[resource] != amount:
-                    guesses.append(
-                        f"quota {resource}: the namespaces differ; the largest, {max(amount, hard[resource])}"
-                    )
-                hard[resource] = max(hard.get(resource, 0), amount)
+            guesses.extend(namespace_notes.get(namespace, ()))
+        hard = _shared({ns: per_namespace[ns] for ns in namespaces}, guesses)
         quota: dict[str, dict[str, int]] = {}
-        for namespace in namespaces:
-            for (pool, unit), amount in sorted(devices.get(namespace, {}).items()):
-                quota.setdefault(pool, {})[unit] = max(quota.get(pool, {}).get(unit, 0), amount)
+        for (pool, unit), amount in sorted(_shared_devices(devices, namespaces).items()):
+            quota.setdefault(pool, {})[unit] = amount
+        in_use = _pools_in_use(pods, namespaces, node_pool)
         for resource, amount in sorted(hard.items()):
             if amount == 0:
                 continue
-            holders = [p for p in advertised if resource in advertised[p]]
-            used = [p for p in holders if p in _pools_in_use(snapshot, namespaces, pool_nodes)]
-            holders = used or holders
-            if not holders:
+            offered = holders.get(resource, [])
+            used = [p for p in offered if p in in_use]
+            offered = used or offered
+            if not offered:
                 guesses.append(f"quota {resource}: no pool advertises it; left out")
                 continue
-            if len(holders) > 1:
-                guesses.append(f"quota {resource}: several pools advertise it; split over {', '.join(holders)}")
+            if len(offered) > 1:
+                guesses.append(f"quota {resource}: several pools advertise it; split over {', '.join(offered)}")
             left = amount
-            for index, pool in enumerate(holders):
-                take = left if index == len(holders) - 1 else min(left, advertised[pool][resource])
+            for index, pool in enumerate(offered):
+                take = left if index == len(offered) - 1 else min(left, advertised[pool][resource])
                 if take > advertised[pool][resource]:
                     guesses.append(
                         f"quota {resource}: {amount} is above what the pools have; "
@@ -115,7 +161,7 @@ def infer_tenants(
                 quota[own[0]].setdefault(resource.removeprefix("nvidia.com/"), 0)
         if not quota:
             continue
-        priority = _priority(snapshot, namespaces)
+        priority = _priority(pods, namespaces)
         if priority is None:
             guesses.append("priority: no pod in its namespaces runs at one gpustack PriorityClass; normal")
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
@@ -123,8 +169,46 @@ def infer_tenants(
     return tenants, notes
 
 
-def _device_quotas(snapshot: ClusterSnapshot, pool_nodes: dict[str, set[str]]) -> dict[str, dict[tuple[str, str], int]]:
-    """namespace -> (imported pool, unit) -> devices, from gpustack's DRA device-class quotas above 0."""
+def _shared(limits: dict[str, dict[str, int]], guesses: list[str]) -> dict[str, int]:
+    """One tenant's quota from its namespaces' limits: each namespace gets the whole quota, so the smallest."""
+    by_resource: dict[str, list[tuple[int, str]]] = {}
+    for namespace, resources in limits.items():
+        for resource, amount in resources.items():
+            by_resource.setdefault(resource, []).append((amount, namespace))
+    hard: dict[str, int] = {}
+    for resource, found in by_resource.items():
+        hard[resource] = min(amount for amount, _ in found)
+        if len({amount for amount, _ in found}) > 1:
+            listed = ", ".join(f"{namespace} {amount}" for amount, namespace in sorted(found, key=lambda f: f[1]))
+            guesses.append(
+                f"quota {resource}: the namespaces differ ({listed}); the smallest, {hard[resource]}, which each "
+                "namespace gets, so none gets more than it has"
+            )
+    return hard
+
+
+def _shared_devices(
+    devices: dict[str, dict[tuple[str, str], int]], namespaces: Iterable[str]
+) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for namespace in namespaces:
+        for key, amount in devices.get(namespace, {}).items():
+            out[key] = min(out.get(key, amount), amount)
+    return out
+
+
+def _pods_by_namespace(pods: Iterable[SnapshotPod]) -> dict[str, list[SnapshotPod]]:
+    out: dict[str, list[SnapshotPod]] = {}
+    for pod in pods:
+        out.setdefault(pod.namespace, []).append(pod)
+    return out
+
+
+def _device_quotas(
+    snapshot: ClusterSnapshot, pool_nodes: dict[str, set[str]], notes: dict[str, list[str]]
+) -> dict[str, dict[tuple[str, str], int]]:
+    """namespace -> (imported pool, unit) -> devices, from gpustack's DRA device-class quotas: the smallest over a
+    namespace's quotas on a class, as for extended resources, and only where that is above 0."""
     suffix = f".{CLASS_SUFFIX}{load_facts().quota_suffix}"
     # The class names the pool as gpustack called it; the nodes' pool label says which imported pool that is.
     node_pool = {node: pool for pool, nodes in pool_nodes.items() for node in nodes}
@@ -133,7 +217,7 @@ def _device_quotas(snapshot: ClusterSnapshot, pool_nodes: dict[str, set[str]]) -
         for node in snapshot.nodes
         if (label := node.label(POOL_LABEL)) is not None and node.name in node_pool
     }
-    out: dict[str, dict[tuple[str, str], int]] = {}
+    found: dict[str, dict[tuple[str, str, str], _Found]] = {}
     for quota in snapshot.quotas:
         if not _is_tenant_namespace(quota.namespace):
             continue
@@ -141,24 +225,34 @@ def _device_quotas(snapshot: ClusterSnapshot, pool_nodes: dict[str, set[str]]) -
             if not key.endswith(suffix):
                 continue
             unit, _, pool = key.removesuffix(suffix).rpartition(".")
-            count = int(parse_quantity(amount))
-            if count > 0 and pool in renamed and (unit == "gpu" or unit.startswith("mig-")):
-                unit = unit[: -len("-me")] + "+me" if unit.endswith("-me") else unit  # class_name's '+' -> '-'
-                out.setdefault(quota.namespace, {})[(renamed[pool], unit)] = count
+            if pool in renamed and (unit == "gpu" or unit.startswith("mig-")):
+                named = (key, renamed[pool], unit[: -len("-me")] + "+me" if unit.endswith("-me") else unit)
+                found.setdefault(quota.namespace, {}).setdefault(named, []).append((int(parse_quantity(amount)), quota))
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for namespace, classes in sorted(found.items()):
+        for (key, pool, unit), amounts in sorted(classes.items()):
+            count = _smallest(key, namespace, amounts, notes.setdefault(namespace, []))
+            if count > 0:
+                out.setdefault(namespace, {})[(pool, unit)] = count  # class_name's '+' -> '-' undone above
     return out
 
 
-def _pools_in_use(snapshot: ClusterSnapshot, namespaces: list[str], pool_nodes: dict[str, set[str]]) -> set[str]:
-    nodes = {pod.node_name for pod in snapshot.pods if pod.namespace in namespaces and pod.holds_resources}
-    return {pool for pool, members in pool_nodes.items() if members & nodes}
+def _pools_in_use(pods: dict[str, list[SnapshotPod]], namespaces: list[str], node_pool: dict[str, str]) -> set[str]:
+    return {
+        node_pool[pod.node_name]
+        for namespace in namespaces
+        for pod in pods.get(namespace, ())
+        if pod.holds_resources and pod.node_name in node_pool
+    }
 
 
-def _priority(snapshot: ClusterSnapshot, namespaces: list[str]) -> str | None:
+def _priority(pods: dict[str, list[SnapshotPod]], namespaces: list[str]) -> str | None:
     """The tenant's level where its pods all run at one gpustack-<level> PriorityClass (as gpustack compiles them)."""
     prefix = priority_class_name("")
     levels = {
         pod.priority_class.removeprefix(prefix)
-        for pod in snapshot.pods
-        if pod.namespace in namespaces and pod.priority_class is not None and pod.priority_class.startswith(prefix)
+        for namespace in namespaces
+        for pod in pods.get(namespace, ())
+        if pod.priority_class is not None and pod.priority_class.startswith(prefix)
     }
     return levels.pop() if len(levels) == 1 and levels <= set(PRIORITY_VALUES) else None

@@ -1,9 +1,9 @@
 """Options every command shares, so they read the same everywhere.
 
 `--output/-o FORMAT` is how a command prints; `--out-dir/-d DIR` (compile only) is where it writes.
-Until the release after 0.1 the old spellings still work with a warning on stderr: `-O FORMAT` on every command, and
-on compile `-o DIR` / `--out DIR`. `-o` stays unambiguous meanwhile: a format name is a format,
-anything else is the deprecated directory.
+Until the release after 0.1 the old spellings still work with a warning on stderr: `-O FORMAT` on every command,
+on compile `-o DIR` / `--out DIR`, and on import `-o FILE` (now `--out-file/-f FILE`). `-o` stays unambiguous
+meanwhile: a format name is a format, anything else is the deprecated directory or file.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def deprecated(old: str, new: str) -> None:
 
 
 class _FormatOrLegacyDir(click.ParamType):
-    """A format name, or (deprecated, compile only) the output directory `-o` used to take."""
+    """A format name, or (deprecated) the output directory (compile) or file (import) `-o` used to take."""
 
     name = "format"
 
@@ -51,12 +51,17 @@ class _FormatOrLegacyDir(click.ParamType):
 _LEGACY_DIR_PREFIX = "\0dir:"  # never a format name, never typed by a user (NUL cannot be in argv)
 
 
-def output_option(choices: tuple[str, ...] = OUTPUT_FORMATS, *, legacy_dir: bool = False) -> Callable[[F], F]:
-    """`--output/-o FORMAT` (default text) plus the deprecated `-O FORMAT`; the command receives `output`.
+def output_option(
+    choices: tuple[str, ...] = OUTPUT_FORMATS, *, legacy_dir: bool = False, legacy_file: bool = False
+) -> Callable[[F], F]:
+    """`--output/-o FORMAT` (default: the first choice) plus the deprecated `-O FORMAT`; the command receives `output`.
 
     With `legacy_dir` (compile) a `-o` value that is no format name is the old output directory: the
-    command receives it as `legacy_out_dir` after a deprecation warning.
+    command receives it as `legacy_out_dir` after a deprecation warning. With `legacy_file` (import) it is the old
+    output file, received as `legacy_out_file`.
     """
+    legacy_key = "legacy_out_file" if legacy_file else "legacy_out_dir"
+    legacy_what, legacy_new = ("file", "--out-file/-f") if legacy_file else ("directory", "--out-dir/-d")
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
@@ -65,13 +70,13 @@ def output_option(choices: tuple[str, ...] = OUTPUT_FORMATS, *, legacy_dir: bool
                 deprecated(f"-O {legacy_output}", f"--output/-o {legacy_output}")
                 output = output if output is not None else legacy_output
             if output is not None and output.startswith(_LEGACY_DIR_PREFIX):
-                folder = output.removeprefix(_LEGACY_DIR_PREFIX)
-                deprecated(f"-o {folder} for the output directory", f"--out-dir/-d {folder}")
-                kwargs["legacy_out_dir"] = folder
+                path = output.removeprefix(_LEGACY_DIR_PREFIX)
+                deprecated(f"-o {path} for the output {legacy_what}", f"{legacy_new} {path}")
+                kwargs[legacy_key] = path
                 output = legacy_output
-            elif legacy_dir:
-                kwargs["legacy_out_dir"] = None
-            return function(*args, output=output or "text", **kwargs)
+            elif legacy_dir or legacy_file:
+                kwargs[legacy_key] = None
+            return function(*args, output=output or choices[0], **kwargs)
 
         wrapper = click.option(
             "-O",
@@ -84,9 +89,9 @@ def output_option(choices: tuple[str, ...] = OUTPUT_FORMATS, *, legacy_dir: bool
             "--output",
             "-o",
             "output",
-            type=_FormatOrLegacyDir(choices, legacy_dir) if legacy_dir else click.Choice(choices),
+            type=_FormatOrLegacyDir(choices, True) if legacy_dir or legacy_file else click.Choice(choices),
             default=None,
-            help="How to print results (default: text).",
+            help=f"How to print results (default: {choices[0]}).",
         )(wrapper)
         return wrapper  # type: ignore[return-value]
 

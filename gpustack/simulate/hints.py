@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gpustack.context import Context
 from gpustack.diagnostic import JsonPath
 from gpustack.model import NodePool, Tenant
+from gpustack.names import GFD_PRODUCT_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.simulate.claims import display_name
 from gpustack.simulate.cluster import Cluster
@@ -28,7 +29,7 @@ from gpustack.simulate.simulation import Pending
 from gpustack.taints import taint_text
 
 BLUEPRINT, SCENARIO = "blueprint", "scenario"
-PRODUCT_LABEL = "nvidia.com/gpu.product"
+PRODUCT_LABEL = GFD_PRODUCT_LABEL
 
 
 @dataclass(frozen=True)
@@ -183,12 +184,12 @@ def _product_note(have: str, wanted: Iterable[str], pool: NodePool, context: Con
             return (
                 f": GPU Feature Discovery appends -SHARED to the product of a GPU shared by {pool.sharing.strategy} "
                 f"(pool '{pool.name}', renameByDefault false), without renaming the resource; select "
-                f"gpustack.io/pool={pool.name}, which sharing never changes, or set renameByDefault: true"
+                f"{POOL_LABEL}={pool.name}, which sharing never changes, or set renameByDefault: true"
             )
         if have.startswith(value + "-MIG-"):
             return (
                 f": under the single MIG strategy GFD reports the slice ({have}), not the whole GPU; select "
-                f"gpustack.io/pool={pool.name} instead"
+                f"{POOL_LABEL}={pool.name} instead"
             )
     unknown = [v for v in wanted if context.catalog.resolve(v) is None]
     if unknown:

@@ -16,13 +16,13 @@ from gpustack.catalog import GpuModel
 from gpustack.context import Context
 from gpustack.dra import is_dra
 from gpustack.model import MigStrategy, NodePool, SharingStrategy
+from gpustack.names import GFD_PRODUCT_LABEL, POOL_LABEL
 from gpustack.offers import Offer
 from gpustack.quantity import parse_quantity
 from gpustack.simulate.claims import node_devices
 from gpustack.simulate.pods import CPU, MEMORY, PODS, Taint, amount
 
 HOSTNAME = "kubernetes.io/hostname"
-POOL_LABEL = "gpustack.io/pool"
 MAX_PODS = 110  # the kubelet's default maxPods
 # Resources a pool may leave unstated: then no pod is refused for them (gpustack cannot know the machine).
 UNSTATED = frozenset({CPU, MEMORY})
@@ -58,7 +58,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
     major, _, minor = model.compute_capability.partition(".")
     labels = {
         "nvidia.com/gpu.present": "true",
-        "nvidia.com/gpu.product": product,
+        GFD_PRODUCT_LABEL: product,
         "nvidia.com/gpu.count": str(pool.gpus_per_node),
         # memory_mib lists the values drivers have been seen to write; the first is the catalog's usual one.
         "nvidia.com/gpu.memory": str(model.memory_mib[0]),
@@ -75,7 +75,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
             labels["nvidia.com/gpu.replicas"] = str(replication.replicas)
             labels["nvidia.com/gpu.sharing-strategy"] = str(strategy)
             if not replication.rename_by_default:
-                labels["nvidia.com/gpu.product"] = product + "-SHARED"
+                labels[GFD_PRODUCT_LABEL] = product + "-SHARED"
         if strategy is SharingStrategy.MPS:
             labels["nvidia.com/mps.capable"] = "true"
     mig = pool.sharing.mig
@@ -84,7 +84,7 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
         if mig.strategy is MigStrategy.SINGLE:
             profiles = [o.profile for o in offers if o.profile is not None]
             suffix = profiles[0].replace("+", ".") if len(profiles) == 1 else "INVALID"
-            labels["nvidia.com/gpu.product"] = f"{product}-MIG-{suffix}"
+            labels[GFD_PRODUCT_LABEL] = f"{product}-MIG-{suffix}"
             labels["nvidia.com/gpu.count"] = str(sum(o.per_node for o in offers))
             del labels["nvidia.com/gpu.memory"]  # the slice's MB, which the catalog does not record exactly
         else:
