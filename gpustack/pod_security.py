@@ -165,7 +165,7 @@ def _annotation_problems(metadata: Any) -> list[tuple[str, str]]:
         if (key == SECCOMP_ANNOTATION_POD or key.startswith(SECCOMP_ANNOTATION_CONTAINER)) and value == "unconfined":
             problems.append((f"annotation {key} is unconfined", BASELINE_HINT))
         if key.startswith(APPARMOR_ANNOTATION) and not (
-            value == "runtime/default" or (isinstance(value, str) and value.startswith("localhost/"))
+            value in ("", "runtime/default") or (isinstance(value, str) and value.startswith("localhost/"))
         ):
             problems.append((f"annotation {key} is {value!r}", BASELINE_HINT))
     return problems
