@@ -36,7 +36,7 @@ from gpustack.codes import (
 )
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, sort_diagnostics
 from gpustack.load import Document
-from gpustack.schema_fast import compiled_pattern, load_schema, shape_validator
+from gpustack.schema_fast import Overflow, compiled_pattern, load_schema, shape_validator, within_bounds
 
 __all__ = ["MAX_ENTRIES", "SHAPE_CODES", "check_shape", "load_schema"]
 
@@ -84,44 +84,37 @@ _RANGE_KEYWORDS = frozenset(
 
 def check_shape(doc: Document) -> list[Diagnostic]:
     """Every shape error in the document, sorted by position; [] when the shape is right."""
-    oversized = list(_oversized(doc))
-    if oversized:
-        return oversized  # the schema would walk every entry of them first: seconds per hundred thousand
-    errors = list(shape_validator().iter_errors(doc.data))
+    # A list or mapping over its bound is cut to it first (reported once), so jsonschema never walks the thousands
+    # of entries a blueprint cannot have: at most a bound's worth of each is checked, and worded as before.
+    data, overflows = within_bounds(doc.data, MAX_ENTRIES)
+    errors = list(shape_validator().iter_errors(data))
     # `efect: NoSchedule` is one mistake, not two: the unknown-field error's did-you-mean already
     # covers the "missing effect" that the same typo causes.
     typos = frozenset(fix for error in errors for fix in _typo_fixes(error))
     forbidden = {tuple(error.absolute_path) for error in errors if _is_forbidden(error)}
     found = [diagnostic for error in errors for diagnostic in _convert(error, doc, typos)]
-    return sort_diagnostics([*_collapse(found, forbidden), *_non_finite(doc)])
+    cut = [_overflow(overflow, doc) for overflow in overflows]
+    return sort_diagnostics([*cut, *_collapse(found, forbidden), *_non_finite(doc, data)])
 
 
 MAX_ENTRIES = 10_000  # no list or mapping a person writes in a blueprint comes near it (nodes per pool: 10,000)
 
 
-def _oversized(doc: Document) -> Iterator[Diagnostic]:
-    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, dict | list) and len(value) > MAX_ENTRIES:
-            subject = words.path_name(path) if path else "the document"
-            yield Diagnostic(
-                OUT_OF_RANGE,
-                Severity.ERROR,
-                f"{subject} has {len(value)} entries: at most {MAX_ENTRIES} allowed",
-                doc.span(path),
-                path,
-                "a blueprint describes a cluster; generate what runs in it from the blueprint, not into it",
-            )
-        elif isinstance(value, dict):
-            stack.extend(((*path, key), item) for key, item in value.items())
-        elif isinstance(value, list):
-            stack.extend(((*path, index), item) for index, item in enumerate(value))
+def _overflow(overflow: Overflow, doc: Document) -> Diagnostic:
+    path, count, limit = overflow.path, overflow.count, overflow.limit
+    subject = words.path_name(path) if path else "the document"
+    if count > MAX_ENTRIES or not overflow.keyword:
+        message = f"{subject} has {count} entries: at most {MAX_ENTRIES} allowed"
+        hint = "a blueprint describes a cluster; generate what runs in it from the blueprint, not into it"
+    else:
+        message = _count_bound(subject, overflow.keyword, limit, count)
+        hint = words.about(overflow.schema)
+    return Diagnostic(OUT_OF_RANGE, Severity.ERROR, message, doc.span(path), path, hint)
 
 
-def _non_finite(doc: Document) -> Iterator[Diagnostic]:
+def _non_finite(doc: Document, data: Any) -> Iterator[Diagnostic]:
     """YAML's .nan and .inf: JSON Schema's bounds let NaN through (every comparison with it is false)."""
-    stack: list[tuple[JsonPath, Any]] = [((), doc.data)]
+    stack: list[tuple[JsonPath, Any]] = [((), data)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, dict):
@@ -428,12 +421,8 @@ def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: st
     subject = f"key {words.show(key)} {words.in_path(path)}" if key is not None else words.path_name(path)
     if keyword in ("minItems", "minLength", "minProperties") and limit == 1:
         message = f"{subject} must not be empty"
-    elif keyword in ("minItems", "maxItems"):
-        bound = "at least" if keyword == "minItems" else "at most"
-        message = f"{subject} must have {bound} {limit} item{'s' * (limit != 1)}, got {len(value)}"
-    elif keyword in ("minProperties", "maxProperties"):
-        bound = "at least" if keyword == "minProperties" else "at most"
-        message = f"{subject} must have {bound} {limit} entr{'ies' if limit != 1 else 'y'}, got {len(value)}"
+    elif keyword in ("minItems", "maxItems", "minProperties", "maxProperties"):
+        message = _count_bound(subject, keyword, limit, len(value))
     elif keyword in ("minLength", "maxLength"):
         bound = "at least" if keyword == "minLength" else "at most"
         message = f"{subject} must be {bound} {limit} characters long, got {len(value)}"
@@ -448,6 +437,13 @@ def _out_of_range(error: ValidationError, doc: Document, path: JsonPath, key: st
     at = (*path, key) if key is not None else path
     span = words.key_span(doc, at) if key is not None else doc.span(path)
     return words.diag(OUT_OF_RANGE, message, span, at, words.about(error.schema))
+
+
+def _count_bound(subject: str, keyword: str, limit: int, count: int) -> str:
+    bound = "at least" if keyword.startswith("min") else "at most"
+    if keyword.endswith("Items"):
+        return f"{subject} must have {bound} {limit} item{'s' * (limit != 1)}, got {count}"
+    return f"{subject} must have {bound} {limit} entr{'ies' if limit != 1 else 'y'}, got {count}"
 
 
 def _duplicate(error: ValidationError, doc: Document, path: JsonPath) -> Diagnostic:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpustack import schema
 from gpustack.diagnostic import Position
 from gpustack.load import parse_document
 from gpustack.positions import BITS, PackedPositions, end_of, pack, pack_to_end_of, start_of
+from gpustack.schema_fast import within_bounds
 
 # --- packed positions: one home for the bit layout ------------------------------------------------
 
@@ -64,3 +72,93 @@ def test_a_text_only_document_finds_the_same_positions_again() -> None:
     assert dict(again.value_positions) == dict(doc.value_positions)
     assert dict(again.key_positions) == dict(doc.key_positions)
     assert again.span(("spec", "pools", 0, "nodes")) == doc.span(("spec", "pools", 0, "nodes"))
+
+
+# --- L4: a huge invalid blueprint is refused without walking what it cannot have ------------------
+
+BASE = """apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata: {name: big}
+spec:
+  kubernetes: {version: "1.31"}
+  nodePools:
+    - {name: l4, gpu: {model: L4, count: 4}, nodes: [n1]}
+  tenants:
+    - {name: ml, namespaces: [ml], pools: [l4], quota: {l4: {gpu: 8}}}
+  workloads:
+"""
+
+
+def huge_blueprint(workloads: int = 40, entries: int = 9000, field: str = "env") -> str:
+    """The review's L4 input: 40 workloads with 9,000 env entries each (1,000 allowed), about 6.8 MB."""
+    lines = [BASE.rstrip("\n")]
+    for w in range(workloads):
+        lines += [f"    - name: chat-{w}", "      tenant: ml", "      pool: l4", "      kind: Deployment"]
+        lines += ["      image: vllm/vllm-openai:v0.6.3", "      gpu: {count: 1}", f"      {field}:"]
+        lines += [f"        e{i}: v{w}" if field == "env" else f"        - a{i}" for i in range(entries)]
+    return "\n".join(lines) + "\n"
+
+
+class Recording:
+    """The shape validator, noting the largest env map and args list that jsonschema is handed."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.largest = 0
+
+    def iter_errors(self, data: Any) -> Iterator[Any]:
+        for workload in data["spec"]["workloads"]:
+            self.largest = max(self.largest, len(workload.get("env", ())), len(workload.get("args", ())))
+        return self.real.iter_errors(data)
+
+
+@pytest.fixture
+def recording(monkeypatch: pytest.MonkeyPatch) -> Recording:
+    spy = Recording(schema.shape_validator())
+    monkeypatch.setattr(schema, "shape_validator", lambda: spy)
+    return spy
+
+
+def test_a_huge_env_is_cut_to_its_bound_before_jsonschema_walks_it(recording: Recording) -> None:
+    text = huge_blueprint()
+    assert len(text) > 6_500_000
+    found = schema.check_shape(parse_document(text, "big.yaml"))
+    assert recording.largest == 1000  # not 9,000: jsonschema never sees the entries the schema forbids
+    assert [(d.code, d.message) for d in found] == [
+        ("GS106", f"workloads[{w}].env must have at most 1000 entries, got 9000") for w in range(40)
+    ]
+    assert [d.span.start.line for d in found] == [18 + w * 9007 for w in range(40)]
+
+
+def test_what_is_kept_is_still_checked_and_lists_are_cut_too(recording: Recording) -> None:
+    text = huge_blueprint(workloads=2, entries=1500, field="args").replace("        - a7\n", "        - {a: 7}\n")
+    found = schema.check_shape(parse_document(text, "big.yaml"))
+    assert recording.largest == 1000
+    assert sorted((d.code, d.message) for d in found) == [
+        ("GS103", "wrong type for workloads[0].args[7]: expected a string, got a mapping"),
+        ("GS103", "wrong type for workloads[1].args[7]: expected a string, got a mapping"),
+        ("GS106", "workloads[0].args must have at most 1000 items, got 1500"),
+        ("GS106", "workloads[1].args must have at most 1000 items, got 1500"),
+    ]
+
+
+def test_a_list_within_its_bound_is_handed_over_untouched() -> None:
+    doc = parse_document(huge_blueprint(workloads=1, entries=1000), "ok.yaml")
+    data, overflows = within_bounds(doc.data, schema.MAX_ENTRIES)
+    assert data is doc.data and overflows == []
+    assert schema.check_shape(doc) == []
+
+
+def test_the_review_s_l4_file_is_refused_by_validate(tmp_path: Path) -> None:
+    (tmp_path / "big.yaml").write_text(huge_blueprint(), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "gpustack", "validate", "big.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.count("error[GS106]") + result.stderr.count("error[GS106]") == 40
+    assert "Traceback" not in result.stderr
