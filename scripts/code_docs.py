@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from gpustack.codes import CODES, DOCS_FOLDER, EXPLANATIONS, docs_page  # noqa: E402
 from gpustack.compile import compile_blueprint  # noqa: E402
-from gpustack.diagnostic import Diagnostic, DiagnosticError, Span  # noqa: E402
+from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, Span  # noqa: E402
 from gpustack.load import MAX_BYTES  # noqa: E402
 from gpustack.report import format_diagnostic, listed  # noqa: E402
 from gpustack.validation import Validation, validate_path, validate_text  # noqa: E402
@@ -94,6 +94,7 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
             text = _shown(error.diagnostics[0], {}).replace(folder, "out")
             yield OUTPUT_UNSAFE, "", "compile blueprints/quickstart.yaml -d out", text
     yield from _rollout_example()
+    yield from _unsafe_word_example()
     yield from _import_examples()
     yield from _left_out_example()
 
@@ -147,6 +148,24 @@ def _rollout_example() -> Iterator[tuple[str, str, str, str]]:
     for refusal in plan.refusals:
         command = "rollout tests/cases/rollout/resource-rename/old.yaml tests/cases/rollout/resource-rename/new.yaml"
         yield refusal.code, "", command, _shown(refusal, lines)
+
+
+def _unsafe_word_example() -> Iterator[tuple[str, str, str, str]]:
+    """GS952 is the script's own guard behind GS606: a plan built in code with an object named `x<NUL>y`."""
+    from gpustack.codes import ROLLOUT_UNSAFE_WORD
+    from gpustack.plan import Manifest
+    from gpustack.rollout.model import Phase, PhaseKind, RolloutPlan
+    from gpustack.rollout.objects import delete_step
+    from gpustack.rollout.script import UnsafeWord, render_script
+
+    manifest = Manifest("workloads", "w.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x\0y"}})
+    step = delete_step("finish.01-delete", manifest, "removed from the blueprint")
+    plan = RolloutPlan("old.yaml", "new.yaml", "10%", (Phase("finish", PhaseKind.FINISH, "t", (step,)),), (), ())
+    try:
+        render_script(plan)
+    except UnsafeWord as error:
+        problem = Diagnostic(ROLLOUT_UNSAFE_WORD, Severity.ERROR, str(error))
+        yield ROLLOUT_UNSAFE_WORD, "", "rollout old.yaml new.yaml -o script", _shown(problem, {})
 
 
 def examples() -> dict[str, tuple[str, str, str]]:

@@ -518,3 +518,36 @@ def test_incremental_capacity_equals_counting_every_node_each_wave(
     # and read again out of order, each wave's table is the same
     for index in reversed(range(len(waves))):
         assert tracker.timeline.at(index) == tracker.timeline.at(index)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
+def test_n2_a_name_git_brings_back_is_escaped_in_the_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--base` after a `git mv` reviews against the old name, which git's history hands back as it was: a name with
+    a newline reaches the header (`HEAD:prod<newline>touch ...`) without passing the command line's check."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    hostile = "prod\ntouch PWNED-fn\n#.yaml"
+    base = ROLLOUT_CASES / "taints"
+    shutil.copy(base / "old.yaml", repo / hostile)
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True, capture_output=True
+        )
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    git("mv", hostile, "prod.yaml")
+    shutil.copy(base / "new.yaml", repo / "prod.yaml")
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(group, ["rollout", "--base", "HEAD", "prod.yaml", "-o", "script"])
+    assert result.exit_code == 0, result.output
+    header = result.stdout.splitlines()[1]
+    assert header.startswith("# gpustack rollout: HEAD:prod\\x0atouch PWNED-fn\\x0a#.yaml (renamed to prod.yaml)")
+    script = tmp_path / "rollout.sh"
+    script.write_text(result.stdout, encoding="utf-8")
+    (tmp_path / "run").mkdir()
+    run_result, made = run(script, tmp_path / "run")
+    assert run_result.returncode == 0, run_result.stderr
+    assert made and not list((tmp_path / "run" / "work").iterdir())

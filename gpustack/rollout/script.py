@@ -48,7 +48,7 @@ def comment(text: str) -> str:
 
 def _word(word: str) -> str:
     if "\0" in word:
-        raise UnsafeWord(f"a NUL byte in {visible(word)!r}: no command-line argument can carry it")
+        raise UnsafeWord(f"a NUL byte in '{visible(word)}': no command-line argument can carry it")
     return shlex.quote(word)
 
 
