@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from conftest import BLUEPRINTS
 
@@ -84,8 +85,10 @@ def with_templates(blueprint: str, templates: dict[str, str]) -> str:
     """`blueprint` with `template: templates/<workload>.j2` on each named workload."""
     for workload in templates:
         marker = f"    - name: {workload}\n"
-        assert marker in blueprint, workload
-        blueprint = blueprint.replace(marker, f"{marker}      template: templates/{workload}.j2\n", 1)
+        at = blueprint.find(marker, blueprint.index("\n  workloads:\n"))
+        assert at >= 0, workload
+        at += len(marker)
+        blueprint = f"{blueprint[:at]}      template: templates/{workload}.j2\n{blueprint[at:]}"
     return blueprint
 
 
@@ -144,6 +147,22 @@ def mutate(statement: str, pod: str = "manifest.spec.template.spec") -> str:
 
 def object_named(kind: str, name: str, api: str = "v1", extra: str = "") -> str:
     return f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {json.dumps(name)}\n{extra}"
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in BLUEPRINTS.glob("*.yaml")))
+def test_gpustack_s_own_objects_keep_every_rule(tmp_path: Path, example: str) -> None:
+    """Every workload of every example rendered as generated (`{{ manifest | toyaml }}`) passes: the rules refuse
+    what a template adds, never what gpustack derives."""
+    blueprint = (BLUEPRINTS / example).read_text(encoding="utf-8")
+    workloads = yaml.safe_load(blueprint)["spec"].get("workloads", [])
+    names = [w["name"] for w in workloads if "template" not in w and f"    - name: {w['name']}\n" in blueprint]
+    if not names:
+        pytest.skip(f"{example} has no workload written as a block")
+    path = write_case(tmp_path, blueprint, dict.fromkeys(names, "{{ manifest | toyaml }}\n"))
+    for own in (BLUEPRINTS / "templates").glob("*"):  # the examples' own templates, checked as they are
+        (tmp_path / "templates" / own.name).write_text(own.read_text(encoding="utf-8"), encoding="utf-8")
+    result = CliRunner().invoke(group, ["validate", str(path)])
+    assert "GS606" not in result.output and "GS605" not in result.output, result.output
 
 
 # --- N1: every rendered name, label and annotation is Kubernetes' syntax ---------------------------------------------
