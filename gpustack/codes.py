@@ -191,7 +191,7 @@ CODES: dict[str, str] = {
     DIAGNOSTICS_LEFT_OUT: "more diagnostics in one file than a report lists",
     # rollout (gpustack.rollout)
     ROLLOUT_CAPACITY_DROP: "a rollout wave leaves tenants below their guaranteed quota",
-    ROLLOUT_UNSAFE_WORD: "plan data that no command of the rollout script can carry (a NUL byte)",
+    ROLLOUT_UNSAFE_WORD: "plan data the rollout script cannot carry as it is (a NUL byte, a name starting with '-')",
 }
 
 DOCS_FOLDER = "docs/codes"
@@ -542,10 +542,11 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     ),
     ROLLOUT_UNSAFE_WORD: (
         "`gpustack rollout --output script` found plan data (an object's name or namespace, a node, a label) holding "
-        "a NUL byte. No command-line argument or here-document can carry one, so the script is not written rather "
-        "than written with a different value. The template check refuses such names (GS606); this is the script's "
-        "own guard.",
-        "Find the value in the workload templates or the blueprint and remove the NUL byte.",
+        "a NUL byte, which no command-line argument or here-document can carry, or a name starting with `-`, which "
+        "kubectl or helm would read as an option (`kubectl delete ConfigMap --all` deletes every ConfigMap). The "
+        "script is not written rather than written with a different meaning. The schema and the template check "
+        "refuse such names (GS606); this is the script's own guard.",
+        "Find the value in the workload templates or the blueprint and give it a DNS-1123 name.",
     ),
     SNAPSHOT_MALFORMED: (
         "An object in the cluster snapshot given to `import`, `drift` or `simulate --cluster` does not have the shape "

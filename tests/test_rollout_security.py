@@ -57,7 +57,8 @@ PIECES = (
     *("'", '"', "\\", "`touch PWNED`", "$(touch PWNED)", "${HOME}", ";touch PWNED;", "&& touch PWNED", "|"),
     *("#", " ", ">PWNED", "<<X", "GPUSTACK_OBJECT", "x", "-", "*", "~", "!", "é"),
 )
-hostile = st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join)
+# A leading '-' is refused outright where kubectl or helm would read it as an option (test below).
+hostile = st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join).filter(lambda t: t[0] != "-")
 WORST = "x\ntouch PWNED\n#'$(touch PWNED)`touch PWNED`\r\u2028\u0085;touch PWNED\nGPUSTACK_OBJECT\n"
 
 FIELDS = (
@@ -230,7 +231,7 @@ def test_no_plan_data_runs_as_shell_code(text: dict[str, str]) -> None:
 
 @pytest.mark.parametrize(
     "worst",
-    [WORST, "'\n'touch PWNED'\n'", "a\rb\u2028c\u0085d\u2029e", '"$(touch PWNED)"`touch PWNED`\\', "-x\n#"],
+    [WORST, "'\n'touch PWNED'\n'", "a\rb\u2028c\u0085d\u2029e", '"$(touch PWNED)"`touch PWNED`\\', "x-\n-#"],
 )
 def test_the_worst_values_in_every_field_run_nothing(worst: str, tmp_path: Path) -> None:
     text = {name: f"{worst}{index}" for index, name in enumerate(FIELDS)}
@@ -253,6 +254,22 @@ def test_every_output_of_a_hostile_plan_keeps_each_line_whole() -> None:
 def test_a_nul_byte_is_refused_not_written() -> None:
     with pytest.raises(UnsafeWord):
         render_script(hostile_plan({**{f: "ok" for f in FIELDS}, "name": "a\0b"}))
+
+
+OPERANDS = ("node", "label_key", "gone_label", "taint_key", "old_taint", "kind", "name", "job", "job_namespace")
+
+
+@pytest.mark.parametrize("field", [*OPERANDS, "release", "chart"])
+def test_a_name_that_would_be_read_as_an_option_is_refused(field: str) -> None:
+    """`kubectl delete ConfigMap --all` deletes every ConfigMap: a name never reaches a command as an option."""
+    with pytest.raises(UnsafeWord, match="would be read as an option"):
+        render_script(hostile_plan({**{f: "ok" for f in FIELDS}, field: "--all"}))
+
+
+@pytest.mark.parametrize("field", ["why", "before", "max_unavailable", "data", "unprotected", "namespace"])
+def test_a_leading_dash_is_only_text_elsewhere(field: str, tmp_path: Path) -> None:
+    """In a description, an object's body or an option's value (`--namespace -x`) a '-' is only text."""
+    assert_runs_exactly_the_plan(hostile_plan({**{f: "ok" for f in FIELDS}, field: "--all\n-x"}), tmp_path)
 
 
 # --- the review's reproductions

@@ -32,7 +32,7 @@ _VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 class UnsafeWord(ValueError):
-    """Plan data that no shell word can carry (a NUL byte): the script is not written."""
+    """Plan data that no command can carry as it is (a NUL byte, a name that starts with '-'): no script is written."""
 
 
 def visible(text: str, backslashes: bool = True) -> str:
@@ -223,11 +223,35 @@ def command_line(step: Step) -> str:
     return f"{text} < (object in the plan)" if step.stdin is not None else text
 
 
+def _operands(step: Step) -> list[str]:
+    """The words kubectl or helm read as names (nodes, labels, taints, objects, releases, charts), not options."""
+    words = list(step.command)
+    match step.action:
+        case Action.CORDON | Action.UNCORDON | Action.DRAIN | Action.HELM_UNINSTALL:
+            return words[2:3]
+        case Action.LABEL | Action.TAINT:
+            return words[3:-1] if words[-1] == "--overwrite" else words[3:]
+        case Action.UNTAINT:
+            return words[3:5]
+        case Action.DELETE:
+            return words[2:4]
+        case Action.HELM_UPGRADE:
+            return words[3:5]
+        case _:
+            return []  # objects come on stdin; waits name `node/NODE`
+
+
 def _step_lines(step: Step) -> list[str]:
     words = _script_words(step)
+    operands = _operands(step)
     if step.action is Action.APPLY_JOB and step.stdin is not None:
         metadata = json.loads(step.stdin)["metadata"]
-        words = ["apply_job", str(metadata.get("namespace", "default")), str(metadata["name"])]
+        operands = [str(metadata.get("namespace", "default")), str(metadata["name"])]
+        words = ["apply_job", *operands]
+    for word in operands:
+        # `kubectl delete ConfigMap --all` deletes them all: a name that starts with '-' is never passed on.
+        if word.startswith("-"):
+            raise UnsafeWord(f"'{visible(word)}' would be read as an option, not a name: no name starts with '-'")
     words = ["step", step.id, *words]
     if step.stdin is None:
         return [comment(step.description), command(words)]
@@ -241,7 +265,7 @@ def plan_digest(plan: RolloutPlan) -> str:
 
 
 def render_script(plan: RolloutPlan) -> str:
-    """The script; raises UnsafeWord when plan data holds a NUL byte."""
+    """The script; raises UnsafeWord when plan data holds a NUL byte or a name that would be read as an option."""
     digest = plan_digest(plan)
     lines = [
         "#!/bin/sh",
