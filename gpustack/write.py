@@ -36,6 +36,11 @@ MANIFEST_HEADER = (
 )
 MAX_COMPARED_BYTES = 16 * 1024 * 1024  # --check reads no file larger than this: no output file comes near it
 FOREIGN_SHOWN = 5
+UNEXPECTED_LISTED = 50  # --check names at most this many entries gpustack did not write, then counts the rest
+LINK_HINT = (
+    "gpustack writes and checks only where a link in a repository (or the working folder) leads inside it: point "
+    "--out-dir at the real folder, or make the link point inside"
+)
 
 
 def _refuse(out_dir: str | os.PathLike[str], message: str, hint: str) -> DiagnosticError:
@@ -71,8 +76,15 @@ def _is_legacy(target: Path) -> bool:
         return False
 
 
-def _entries(target: Path) -> list[tuple[str, bool]]:
-    """(relative path, is a real directory) of everything under target; symlinks are entries, never followed."""
+def _folders(files: Iterable[str]) -> set[str]:
+    """The folders that hold the given files (relative names): the only ones a walk of the output goes into."""
+    return {str(parent) for name in files for parent in Path(name).parents if str(parent) != "."}
+
+
+def _entries(target: Path, folders: set[str]) -> list[tuple[str, bool]]:
+    """(relative path, is a real directory) of what target holds, going only into `folders`: a folder gpustack does
+    not write is one entry, never walked (a link to /usr costs one line, not 122,297), and a symlink is an entry,
+    never followed."""
     found: list[tuple[str, bool]] = []
 
     def fail(error: OSError) -> None:
@@ -80,38 +92,77 @@ def _entries(target: Path) -> list[tuple[str, bool]]:
 
     for directory, dirs, names in os.walk(target, onerror=fail):
         base = Path(directory).relative_to(target)
+        walked: list[str] = []
         for name in dirs:
-            found.append((str(base / name), not os.path.islink(os.path.join(directory, name))))
+            relative = str(base / name)
+            real = not os.path.islink(os.path.join(directory, name))
+            found.append((relative, real))
+            if real and relative in folders:
+                walked.append(name)
+        dirs[:] = walked
         found.extend((str(base / name), False) for name in names)
     return found
 
 
 def _foreign(target: Path, owned: set[str]) -> list[str]:
-    owned_dirs = {str(parent) for name in owned for parent in Path(name).parents if str(parent) != "."}
+    owned_dirs = _folders(owned)
     return sorted(
-        name
-        for name, is_dir in _entries(target)
-        if (name not in owned_dirs if is_dir else name not in owned) and not _under_any(name, owned_dirs, owned)
+        name for name, is_dir in _entries(target, owned_dirs) if name not in (owned_dirs if is_dir else owned)
     )
-
-
-def _under_any(name: str, owned_dirs: set[str], owned: set[str]) -> bool:
-    # Report a foreign folder once, not every file in it.
-    parents = [str(p) for p in Path(name).parents if str(p) != "."]
-    return any(p not in owned_dirs and p not in owned for p in parents)
 
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def resolve_target(out_dir: str | os.PathLike[str]) -> Path:
-    """The real folder --out-dir names: a symlink is followed (its target is written); `.` and `''` are the current
-    folder."""
+def _git_root(folder: Path) -> Path | None:
+    """The top of the git repository (or worktree, or submodule) holding a real folder: where its `.git` is."""
+    for candidate in (folder, *folder.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
+
+
+def _link_out(given: Path) -> str | None:
+    """Why a symlink on the way to `given` leads out of what it belongs to, or None when none does.
+
+    A committed `manifests/prod -> /usr` would have `--check` list the whole of /usr into a CI log, and `compile -d`
+    write there (N13). So a link inside a git repository must lead inside that repository, and a link inside the
+    working folder (no repository) inside that folder. A link elsewhere (a system's /var/run -> /run) is no one's
+    content, and is followed."""
+    path = Path(os.path.abspath(given))  # '..' is taken as written, as the target itself is computed
+    working = Path.cwd().resolve()
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if not current.is_symlink():
+            continue
+        parent = current.parent  # real: every link before this one has been followed
+        home, holder = _git_root(parent), "the git repository"
+        if home is None and _within(parent, working):
+            home, holder = working, "the working folder"
+        target = current.resolve()
+        if home is not None and not _within(target, home):
+            return f"goes through the symlink {current.relative_to(home)}, which leads out of {holder} holding it"
+        current = target
+    return None
+
+
+def _real_folder(out_dir: str | os.PathLike[str]) -> Path:
+    """The real folder DIR names, every link on the way followed, once each link is known to stay where it is."""
     given = Path(out_dir)
     if given.is_symlink() and not given.exists():
         raise _refuse(out_dir, "is a symlink to nothing", "point --out-dir at a folder, or at a link to one")
-    target = Path(os.path.abspath(given)).resolve()
+    problem = _link_out(given)
+    if problem is not None:
+        raise _refuse(out_dir, problem, LINK_HINT)
+    return Path(os.path.abspath(given)).resolve()
+
+
+def resolve_target(out_dir: str | os.PathLike[str]) -> Path:
+    """The real folder --out-dir names: a symlink is followed (its target is written) where it stays inside the
+    repository or working folder holding it; `.` and `''` are the current folder."""
+    target = _real_folder(out_dir)
     if target.exists() and not target.is_dir():
         raise _refuse(out_dir, "exists and is not a directory", "choose another --out-dir")
     if target.parent == target:
@@ -304,41 +355,50 @@ def _swap(staging: Path, target: Path) -> None:
     _remove_ours(retired)
 
 
-def _present(target: Path) -> dict[str, tuple[Path, os.stat_result]]:
-    """Every entry under target with its lstat: links and special files are listed, never followed or read."""
+def _present(target: Path, folders: set[str]) -> dict[str, tuple[Path, os.stat_result]]:
+    """Every entry under target with its lstat, walking only the folders gpustack writes: links and special files are
+    listed, never followed or read, and another folder is one entry, never walked."""
     found: dict[str, tuple[Path, os.stat_result]] = {}
-    for name, is_dir in _entries(target):
+    for name, is_dir in _entries(target, folders):
         path = target / name
-        if not is_dir:
+        if not is_dir or name not in folders:
             found[name] = (path, path.lstat())
     return found
 
 
+def _what(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "a folder gpustack did not write" if stat.S_ISDIR(mode) else "not a regular file"
+
+
 def stale_files(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
-    """Unified diffs (and missing/unexpected files) between the plan and what out_dir holds; empty when current."""
-    target = Path(out_dir)
+    """Unified diffs (and missing/unexpected files) between the plan and what out_dir holds; empty when current.
+
+    What gpustack did not write is named up to UNEXPECTED_LISTED times, then counted in one last line: a folder of
+    someone else's files must not fill a CI log."""
     expected = render_output(plan)
+    target = _real_folder(out_dir)
     try:
-        if target.is_symlink() and target.exists():
-            target = target.resolve()
         if target.exists() and not target.is_dir():
             raise _refuse(out_dir, "exists and is not a directory", "point --check at the compiled output folder")
-        present = _present(target) if target.exists() else {}
+        present = _present(target, _folders(expected)) if target.exists() else {}
     except OSError as error:
         raise _refuse(
             out_dir, f"cannot be read: {error.strerror or error}", "check the folder's permissions"
         ) from error
     differences: list[str] = []
+    unexpected: list[str] = []
     for relative in sorted(set(expected) | set(present)):
         if relative not in present:
             differences.append(f"missing: {relative}")
             continue
         path, info = present[relative]
-        if not stat.S_ISREG(info.st_mode):
-            what = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            differences.append(f"unexpected: {relative} ({what}; not read)")
-        elif relative not in expected:
-            differences.append(f"unexpected: {relative}")
+        if not stat.S_ISREG(info.st_mode) or relative not in expected:
+            unexpected.append(relative)
+            if len(unexpected) <= UNEXPECTED_LISTED:
+                plain = stat.S_ISREG(info.st_mode)
+                differences.append(f"unexpected: {relative}" + ("" if plain else f" ({_what(info.st_mode)}; not read)"))
         elif info.st_size > MAX_COMPARED_BYTES:
             differences.append(f"changed: {relative} ({info.st_size} bytes; too large to compare)")
         else:
@@ -356,4 +416,7 @@ def stale_files(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
                     tofile=f"{relative} (compiled)",
                 )
                 differences.append(f"changed: {relative}\n" + "".join(diff))
+    if len(unexpected) > UNEXPECTED_LISTED:
+        more = unexpected[UNEXPECTED_LISTED:]
+        differences.append(f"unexpected: {len(more)} more entries gpustack did not write, not listed ({more[0]}, ...)")
     return differences
