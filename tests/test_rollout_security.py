@@ -7,6 +7,7 @@ and stdin: the calls must be exactly the plan's commands, word for word, and no 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -22,10 +23,12 @@ from hypothesis import strategies as st
 
 from gpustack.cli import group
 from gpustack.plan import HelmRelease, Manifest
+from gpustack.review.loading import side_from_file
 from gpustack.rollout.capacity import Tracker, availability, supply
 from gpustack.rollout.model import Action, Availability, Phase, PhaseKind, RolloutPlan
 from gpustack.rollout.nodes import NodeChange, NodeState, TaintKey
 from gpustack.rollout.objects import apply_step, delete_step, helm_uninstall_step, helm_upgrade_step
+from gpustack.rollout.planner import plan_rollout
 from gpustack.rollout.render import RENDERERS
 from gpustack.rollout.script import UnsafeWord, render_script
 from gpustack.rollout.steps import StepIds, wave_steps
@@ -568,3 +571,28 @@ def test_n2_a_name_git_brings_back_is_escaped_in_the_script(tmp_path: Path, monk
     run_result, made = run(script, tmp_path / "run")
     assert run_result.returncode == 0, run_result.stderr
     assert made and not list((tmp_path / "run" / "work").iterdir())
+
+
+def test_planning_and_writing_a_rollout_make_no_cycles() -> None:
+    """plan_rollout and render_script run with the cyclic collector paused (gpustack/collector.py): they must leave
+    nothing only it could free, or a paused run would keep it."""
+    case = ROLLOUT_CASES / "taints"
+    before, after = side_from_file(str(case / "old.yaml")), side_from_file(str(case / "new.yaml"))
+    assert before.snapshot is not None and after.snapshot is not None
+
+    def plan_and_write() -> None:
+        render_script(plan_rollout(before.snapshot, after.snapshot))  # type: ignore[arg-type]
+
+    plan_and_write()  # the sides compile their plans once, and keep them
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        plan_and_write()
+        gc.collect()
+        garbage = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert garbage == []

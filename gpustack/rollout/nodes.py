@@ -56,7 +56,13 @@ def node_state(snapshot: Snapshot, pool: NodePool) -> NodeState:
 def node_states(snapshot: Snapshot) -> dict[str, NodeState]:
     if snapshot.blueprint is None:
         return {}
-    return {node: node_state(snapshot, pool) for pool in snapshot.blueprint.pools for node in pool.nodes}
+    # Every node of a pool is in the pool's one state (frozen, so shared): worked out once per pool, not per node.
+    return {
+        node: state
+        for pool in snapshot.blueprint.pools
+        for state in [node_state(snapshot, pool)]
+        for node in pool.nodes
+    }
 
 
 @dataclass(frozen=True)

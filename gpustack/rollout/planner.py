@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import partial
 
 from gpustack.codes import ROLLOUT_CAPACITY_DROP
+from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.plan import HelmRelease
@@ -178,6 +179,7 @@ def _refusals(dips: list[tuple[int, Availability]], after: Snapshot, locate: Loc
     return tuple(found)
 
 
+@paused()  # see gpustack/collector.py: planning makes no cycles, and a fleet's two plans make full passes slow
 def plan_rollout(
     before: Snapshot, after: Snapshot, max_unavailable: str | None = None, locate: Locate | None = None
 ) -> RolloutPlan:

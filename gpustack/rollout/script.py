@@ -23,6 +23,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from gpustack.collector import paused
 from gpustack.escapes import printable
 from gpustack.rollout.model import Action, RolloutPlan, Step
 
@@ -264,6 +265,7 @@ def plan_digest(plan: RolloutPlan) -> str:
     return hashlib.sha256(json.dumps(steps, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+@paused()  # see gpustack/collector.py
 def render_script(plan: RolloutPlan) -> str:
     """The script; raises UnsafeWord when plan data holds a NUL byte or a name that would be read as an option."""
     digest = plan_digest(plan)
