@@ -19,6 +19,7 @@ from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib, json_number
+from gpustack.schedulers import closed_resources
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
@@ -197,6 +198,7 @@ def _grants(context: Context, tenant_name: str, pools: dict[str, PoolCapacity]) 
     tenant = context.tenants[tenant_name]
     demand = context.demand.get(tenant_name, {})
     grants = []
+    closed = set(closed_resources(context, tenant))  # what its quotas hold at 0 without the blueprint saying so (N4)
     for pool_name in tenant.pools:
         pool = pools.get(pool_name)
         if pool is None:
@@ -204,7 +206,8 @@ def _grants(context: Context, tenant_name: str, pools: dict[str, PoolCapacity]) 
         quota = {full_resource_name(k): v for k, v in tenant.quota_for(pool_name).items()}
         for unit in pool.units:
             wanted = demand.get((pool_name, unit.resource), 0)
-            limit = quota.get(unit.resource)  # a ResourceQuota limits only the resources it names
+            # A ResourceQuota limits only the resources it names; gpustack names every one the tenant was not granted.
+            limit = quota.get(unit.resource, 0 if unit.resource in closed else None)
             ceiling = None if limit is None else context.quota_ceiling(tenant, pool_name, unit.resource, limit)
             grants.append(
                 Grant(pool_name, unit.resource, limit, unit.total, wanted, ceiling if ceiling != limit else None)

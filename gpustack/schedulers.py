@@ -49,6 +49,32 @@ def namespace_quota(tenant: Tenant) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
+def has_pool_quota(tenant: Tenant, pool: str) -> bool:
+    """Whether the tenant's quota has an entry for the pool: with one, what the entry does not name is not granted."""
+    return any(name == pool for name, _ in tenant.quota)
+
+
+def closed_resources(ctx: Context, tenant: Tenant) -> list[str]:
+    """Resource names the tenant's own pools advertise that it was not granted (N4): its quota on a pool that
+    advertises the name does not list it, no other of its quota entries lists it, and no pool of its without a quota
+    entry (a whole pool granted, unlimited) advertises it. Its quotas hold them at 0, as if the blueprint wrote 0.
+
+    On a mixed pool (whole GPUs beside MIG instances), a pool with two MIG profiles, time-sliced `.shared` names,
+    HAMi's three names or a DRA pool's units, a quota naming some of the pool's names would otherwise leave the
+    others unlimited.
+    """
+    listed = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
+    open_names: set[str] = set()  # advertised by a pool the tenant holds whole (no quota entry on it)
+    candidates: dict[str, None] = {}
+    for pool in tenant.pools:
+        offers = ctx.offers.get(pool, ())
+        if not has_pool_quota(tenant, pool):
+            open_names.update(offer.resource for offer in offers)
+            continue
+        candidates.update((offer.resource, None) for offer in offers)
+    return sorted(name for name in candidates if name not in listed and name not in open_names)
+
+
 def _quantity(amount: Decimal, resource: str) -> int | str:
     """A whole number of units as an int; cpu as millicores, memory in the largest binary unit that is exact."""
     if resource == MEMORY:
@@ -77,5 +103,7 @@ def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -
     quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
     if resource in quota:
         return quota[resource]
+    if has_pool_quota(tenant, pool.name):
+        return 0  # a quota on the pool that does not name the resource grants none of it (N4)
     offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
     return offer.per_node * pool.node_count if offer is not None else 0

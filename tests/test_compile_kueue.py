@@ -237,8 +237,8 @@ def test_nominal_quota_per_pool_is_per_gpu_model() -> None:
     team_a = cluster_queue("team-a")
     assert quota(team_a, "h100")["nvidia.com/gpu"]["nominalQuota"] == 0
     assert quota(team_a, "a100-mig")["nvidia.com/mig-1g.10gb"]["nominalQuota"] == 2
-    # Not named in the quota: limited by nothing but the pool (1 node x 8 GPUs x 1 slice), as in a ResourceQuota.
-    assert quota(team_a, "a100-mig")["nvidia.com/mig-3g.40gb"]["nominalQuota"] == 8
+    # Not named in the pool's quota: not granted, 0 as if written (N4; before, the whole pool: 8).
+    assert quota(team_a, "a100-mig")["nvidia.com/mig-3g.40gb"]["nominalQuota"] == 0
     # Not advertised by the pool: 0, so no workload is ever charged to the wrong flavor.
     assert quota(team_a, "a100")["nvidia.com/mig-1g.10gb"]["nominalQuota"] == 0
     assert quota(team_a, "a100-mig")["nvidia.com/gpu"]["nominalQuota"] == 0

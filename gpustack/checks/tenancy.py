@@ -17,6 +17,7 @@ from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler
 from gpustack.offers import full_resource_name, offer_for
+from gpustack.schedulers import closed_resources
 
 
 def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
@@ -81,22 +82,30 @@ def check_workload_pool_allowed(ctx: Context) -> Iterator[Diagnostic]:
 def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
         quota = {pool: dict(items) for pool, items in tenant.quota}
+        closed = set(closed_resources(ctx, tenant))
         for (pool, resource), needed in sorted(ctx.tenant_demand(tenant.name).items()):
             if pool not in quota:
                 continue
             short = resource.removeprefix("nvidia.com/")
             nominal = quota[pool].get(short)
+            unnamed = nominal is None
             if nominal is None:
-                continue
+                if resource not in closed:
+                    continue  # granted elsewhere: another pool's line, or a pool held whole
+                nominal = 0  # the quota closes what it does not name (N4)
             # A Kueue tenant in a cohort may also run on what it borrows (its borrowingLimit, or up to the pool).
             allowed = ctx.quota_ceiling(tenant, pool, resource, nominal)
             if needed > allowed:
                 borrowed = f" (nominal {nominal} + borrowing {allowed - nominal})" if allowed != nominal else ""
+                allows = (
+                    f", which its quota on the pool does not name: gpustack closes it (allows {allowed}{borrowed})"
+                    if unnamed
+                    else f", its quota allows {allowed}{borrowed}"
+                )
                 yield ctx.warning(
                     DEMAND_ABOVE_QUOTA,
-                    (*tenant.path, "quota", pool, short),
-                    f"tenant '{tenant.name}''s workload templates request {needed} {resource} in pool '{pool}', "
-                    f"its quota allows {allowed}{borrowed}",
+                    (*tenant.path, "quota", pool, *(() if unnamed else (short,))),
+                    f"tenant '{tenant.name}''s workload templates request {needed} {resource} in pool '{pool}'{allows}",
                     (
                         "Kueue keeps workloads beyond the ClusterQueue's quota suspended"
                         if tenant.scheduler is Scheduler.KUEUE

@@ -6,7 +6,8 @@ Why each part:
   selector): on a node the device plugin also serves, both would hand out the same GPUs (the chart refuses that
   without gpuResourcesEnabledOverride, which gpustack sets only because the affinity keeps them apart);
 - ResourceQuota counts claimed devices per class (`<class>.deviceclass.resource.k8s.io/devices`), so a tenant's pool
-  quota becomes its classes' device counts; classes it is not granted, and the chart's catch-all classes, get 0;
+  quota becomes its classes' device counts; classes it is not granted (another tenant's pool's, or a class of its own
+  pool its quota on the pool does not name: N4), and the chart's catch-all classes, get 0;
 - claims are namespaced and name their class freely: without a policy any tenant could claim `gpu.nvidia.com` (every
   GPU of every DRA node) or another tenant's class, or set adminAccess and reach devices in use by others.
 """
@@ -29,6 +30,7 @@ from gpustack.model import Tenant
 from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
+from gpustack.schedulers import has_pool_quota
 
 FAMILY = "dra"
 ADMISSION_FAMILY = "dra-admission"
@@ -132,7 +134,11 @@ def granted_classes(ctx: Context, tenant: Tenant) -> list[str]:
 
 def device_quota(ctx: Context, tenant: Tenant) -> dict[str, int]:
     """`<class>.deviceclass.resource.k8s.io/devices` -> devices per namespace: the tenant's quota on its DRA pools,
-    and 0 on every class it is not granted and on the driver's catch-all classes (which reach every DRA node)."""
+    and 0 on every class it is not granted and on the driver's catch-all classes (which reach every DRA node).
+
+    A class of a granted pool is granted by the pool's quota naming its unit; a pool granted with no quota entry is
+    granted whole (no line). Classes are per pool, so no other pool's quota can grant it.
+    """
     hard: dict[str, int] = {}
     suffix = load_facts().quota_suffix
     for name in load_facts().chart_classes:
@@ -145,6 +151,8 @@ def device_quota(ctx: Context, tenant: Tenant) -> dict[str, int]:
         quota = {full_resource_name(short): n for short, n in tenant.quota_for(fact.pool).items()}
         if fact.resource in quota:
             hard[fact.quota_key] = quota[fact.resource]
+        elif has_pool_quota(tenant, fact.pool):
+            hard[fact.quota_key] = 0  # the pool's quota does not name this unit: not granted (N4)
     return dict(sorted(hard.items()))
 
 

@@ -3,6 +3,11 @@
 Quotas are written on the exact extended-resource names the tenant's pools advertise (offers), and only as
 `requests.<resource>`: Kubernetes' quota evaluator tracks nothing else for extended resources, so a
 `limits.nvidia.com/gpu` quota would be accepted and silently never enforced.
+
+A ResourceQuota limits only the names it lists, so every name a pool advertises has a line unless the tenant was
+granted it without limit (a pool granted with no quota entry): names only other pools advertise, and names of its
+own pools its quota does not grant (N4: the whole GPUs of a mixed MIG pool beside the MIG slices it was granted, a
+second MIG profile, a `.shared` name, HAMi's cores), are `"0"`, whether or not the blueprint writes the 0.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.schedulers import namespace_quota
+from gpustack.schedulers import closed_resources, namespace_quota, nominal_quota
 
 FAMILY = "tenants"
 PRIORITY_FILE = "cluster/priority-classes.yaml"
@@ -35,14 +40,16 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
         hard = quota_hard(ctx, tenant)
         limits = gpu_max_per_container(ctx, tenant)
         foreign = foreign_resources(ctx, tenant)
+        ungranted = closed_resources(ctx, tenant)
         # Zero on every GPU resource only pools it is not granted advertise: whatever the taints, the tenant's pods
-        # cannot take those pools' GPUs by resource name (a soft or missing taint no longer opens them).
-        closed = dict(sorted({**hard, **{f"requests.{name}": 0 for name in foreign}}.items()))
-        # The LimitRange caps them at 0 too, with a clear message per container; not for a Kueue tenant, whose
-        # ClusterQueue refuses a pod that names (even at 0) a resource it does not cover.
-        if tenant.scheduler is not Scheduler.KUEUE:
-            closed_limits = {name: 0 for name in foreign if name in limitable}
-            limits = dict(sorted({**limits, **closed_limits}.items()))
+        # cannot take those pools' GPUs by resource name (a soft or missing taint no longer opens them). Zero too on
+        # what its own pools advertise and its quota does not grant (N4); a Kueue tenant's ceiling has them already.
+        zeros = {f"requests.{name}": 0 for name in [*foreign, *ungranted]}
+        closed = dict(sorted({**zeros, **hard}.items()))
+        # The LimitRange caps them at 0 too, with a clear message per container; a Kueue tenant's ClusterQueue covers
+        # its own pools' names, but refuses a pod that names (even at 0) a resource it does not cover: not the others.
+        shut = ungranted if tenant.scheduler is Scheduler.KUEUE else [*foreign, *ungranted]
+        limits = dict(sorted({**limits, **{name: 0 for name in shut if name in limitable}}.items()))
         for namespace in tenant.namespaces:
             output.objects.append(Manifest(FAMILY, file, namespace_object(tenant, namespace)))
             if closed:
@@ -80,22 +87,25 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
 
     The ClusterQueue is the real limit (per pool, one total across the tenant's namespaces, borrowing included), so
     each amount here is the most the ClusterQueue can admit of the resource: per pool that advertises it, the nominal
-    quota (the whole pool where the quota does not name the resource, as in kueue.py) plus what the tenant may borrow
-    from its cohort (its borrowingLimit, or the pool's whole capacity where the cohort sets none). A quota of the
-    nominal amounts alone would make the API server refuse the very pods Kueue admitted on borrowed quota
-    ("exceeded quota"). Resources no pool's quota names stay unlimited here, as before.
+    quota (as in kueue.py: 0 where the pool's quota does not name the resource, the whole pool where the tenant has
+    no quota on the pool) plus what the tenant may borrow from its cohort (its borrowingLimit, or the pool's whole
+    capacity where the cohort sets none). A quota of the nominal amounts alone would make the API server refuse the
+    very pods Kueue admitted on borrowed quota ("exceeded quota"). Resources the tenant holds whole on some pool and
+    no quota names stay unlimited here.
     """
     named = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
+    named.update(closed_resources(ctx, tenant))
     totals: dict[str, int] = {}
-    for pool in tenant.pools:
-        nodes = ctx.pools[pool].node_count if pool in ctx.pools else 0
-        quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool).items()}
-        for offer in ctx.offers.get(pool, ()):
+    for name in tenant.pools:
+        pool = ctx.pools.get(name)
+        if pool is None:
+            continue
+        for offer in ctx.offers.get(name, ()):
             if offer.resource not in named:
                 continue
-            nominal = quota.get(offer.resource, offer.per_node * nodes)
+            nominal = int(nominal_quota(ctx, tenant, pool, offer.resource))  # GPU units: always whole numbers
             key = f"requests.{offer.resource}"
-            totals[key] = totals.get(key, 0) + ctx.quota_ceiling(tenant, pool, offer.resource, nominal)
+            totals[key] = totals.get(key, 0) + ctx.quota_ceiling(tenant, name, offer.resource, nominal)
     return dict(sorted(totals.items()))
 
 

@@ -1,7 +1,8 @@
 """Volcano for tenants with `scheduler: volcano`: a Queue per tenant, and the scheduler configuration that gangs.
 
 - The Queue is named after the tenant. Its `capability` is the tenant's quota summed per resource name: Volcano has
-  no flavors, so like a ResourceQuota it cannot tell two pools with the same resource name apart (GS506). `weight`
+  no flavors, so like a ResourceQuota it cannot tell two pools with the same resource name apart (GS506). A name its
+  pools advertise and its quota does not grant is capped at 0, as in its ResourceQuota (N4). `weight`
   is the tenant's share under the proportion plugin; `reclaimable` lets other queues take back what it over-uses.
 - The tenant's VolcanoJobs name the queue (workloads.py); its other pods carry the queue annotation.
 - `volcano/volcano-scheduler.conf` is a whole scheduler configuration, not a patch: Volcano does not merge a custom
@@ -27,7 +28,7 @@ from gpustack.model import (
 from gpustack.names import MANAGED_BY, TENANT_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.plan import Artifact, FamilyOutput, HelmRelease, Manifest, Object
-from gpustack.schedulers import queue_name, volcano_tenants
+from gpustack.schedulers import closed_resources, queue_name, volcano_tenants
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "volcano"
@@ -49,7 +50,7 @@ def compile_volcano(ctx: Context) -> FamilyOutput:
     jobs = any(w.kind is WorkloadKind.VOLCANO_JOB for w in ctx.blueprint.workloads)
     if not tenants and not jobs:
         return FamilyOutput()
-    objects = [Manifest(FAMILY, QUEUES_FILE, queue(tenant)) for tenant in tenants]
+    objects = [Manifest(FAMILY, QUEUES_FILE, queue(ctx, tenant)) for tenant in tenants]
     settings = ctx.blueprint.volcano
     binpack = ", GPU binpack" if settings.binpack else ""
     text = render_scheduler_config(ctx)
@@ -74,9 +75,10 @@ def compile_volcano(ctx: Context) -> FamilyOutput:
     return FamilyOutput(objects=objects, releases=[release], artifacts=[config])
 
 
-def capability(tenant: Tenant) -> dict[str, str]:
-    """The tenant's quota as one ceiling per resource name; pools with the same name add up, as in its ResourceQuota."""
-    totals: dict[str, int] = {}
+def capability(ctx: Context, tenant: Tenant) -> dict[str, str]:
+    """The tenant's quota as one ceiling per resource name; pools with the same name add up, as in its ResourceQuota,
+    and what its pools advertise but its quota does not grant is 0."""
+    totals: dict[str, int] = dict.fromkeys(closed_resources(ctx, tenant), 0)
     for _pool, items in tenant.quota:
         for short, amount in items:
             name = full_resource_name(short)
@@ -84,13 +86,13 @@ def capability(tenant: Tenant) -> dict[str, str]:
     return {name: str(amount) for name, amount in sorted(totals.items())}
 
 
-def queue(tenant: Tenant) -> Object:
+def queue(ctx: Context, tenant: Tenant) -> Object:
     settings = tenant.volcano
     spec: dict[str, Any] = {
         "weight": settings.weight if settings is not None else DEFAULT_VOLCANO_QUEUE_WEIGHT,
         "reclaimable": settings.reclaimable if settings is not None else True,
     }
-    ceiling = capability(tenant)
+    ceiling = capability(ctx, tenant)
     if ceiling:
         spec["capability"] = ceiling
     return {
