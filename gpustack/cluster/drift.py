@@ -20,7 +20,7 @@ from gpustack.model import Blueprint, NodePool, SharingStrategy
 from gpustack.names import GFD_PRODUCT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import NodeTaint, Plan, PoolNodes
-from gpustack.selection import describe_selection, selects
+from gpustack.selection import describe_selection, pool_requirements, selects
 from gpustack.taints import taint_text
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -159,7 +159,10 @@ def pool_nodes(pool: NodePool, snapshot: ClusterSnapshot) -> tuple[str, ...]:
     """The nodes that are the pool's: a static pool's names, or the snapshot's nodes its selector matches."""
     if pool.selector is None:
         return pool.nodes
-    return tuple(node.name for node in snapshot.nodes if selects(pool, dict(node.labels)))
+    requirements = pool_requirements(pool)
+    first = next((r for r in requirements if r.operator == "In"), None)  # candidates by lookup, not by a scan (N7)
+    candidates = snapshot.nodes if first is None else snapshot.nodes_labelled(first.key, first.values)
+    return tuple(node.name for node in candidates if selects(pool, node.label_map))
 
 
 def _size(pool: NodePool, found: int) -> list[Difference]:

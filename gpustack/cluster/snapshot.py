@@ -9,7 +9,7 @@ loader, and the ClusterPolicy says which of them the operator reads (cluster/con
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -164,6 +164,20 @@ class ClusterSnapshot:
     @cached_property
     def _nodes_by_name(self) -> dict[str, SnapshotNode]:  # drift and simulate look up every node: keep it O(1)
         return {node.name: node for node in self.nodes}
+
+    def nodes_labelled(self, key: str, values: Iterable[str]) -> tuple[SnapshotNode, ...]:
+        """The nodes whose label `key` has one of `values`, in the snapshot's order: a selector's candidates found
+        by lookup, so matching every selector pool costs its own nodes, not the cluster's (N7)."""
+        found = sorted({index for value in values for index in self._nodes_by_label.get((key, value), ())})
+        return tuple(self.nodes[index] for index in found)
+
+    @cached_property
+    def _nodes_by_label(self) -> dict[tuple[str, str], list[int]]:
+        out: dict[tuple[str, str], list[int]] = {}
+        for index, node in enumerate(self.nodes):
+            for pair in node.labels:
+                out.setdefault(pair, []).append(index)
+        return out
 
 
 class _Reader:
