@@ -1,6 +1,6 @@
 """gpustack against floors that are not gpustack's code, measured side by side in one run.
 
-Run: python bench/run.py [--repeat N] [--quick] [--profile STAGE]
+Run: python bench/run.py [--repeat N] [--quick] [--cluster] [--profile STAGE]
 
 Each figure is the median of N runs (10 N at 1x, whose figures are ten times smaller); a stage and its floor
 run alternately, and so do a stage's 10x and 1x runs, so a neighbour's load slows both sides of every ratio.
@@ -19,6 +19,11 @@ Read the ratios, not the seconds: seconds move with the machine, ratios much les
   growth     the same stage at 10x over 1x (goal <= 11x; 10x is linear), floors too: CPython itself
              grows faster than linearly on this machine (the cyclic GC's full passes grow with the heap), and
              so does linear work in C ("linear floor": libyaml parsing BP and writing it back, collector off)
+  cluster    the live-cluster commands on a cluster snapshot (bench/cluster.py: 10x is 7.7 MiB, 13,000 nodes and
+             their pods, 1,000 pools): `gpustack import SNAP -f BP`, `gpustack drift BP SNAP` and `gpustack simulate
+             BP --cluster SNAP` (BP: the import of SNAP), each run whole in this process, against libyaml's C loader
+             parsing SNAP with the cyclic collector off; goal at 10x: each command under 10 s and 1 GiB (tracemalloc's
+             peak), and growth 1x->10x linear. --cluster runs only this stage
   --help     `gpustack --help` in a fresh interpreter, against `python -c "import yaml, click"` (goal <= 1.1x)
   memory     tracemalloc's peak while `gpustack compile BP -d -` runs (10x, output to /dev/null), over the stream's
              size (goal <= 4x)
@@ -51,6 +56,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import yaml  # noqa: E402
+from cluster import NODES_PER_POOL, POOLS_PER_SCALE, cluster_snapshot  # noqa: E402
 from fleet import few_pools, grown, many_pools  # noqa: E402
 
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
@@ -154,6 +160,100 @@ def capacity(path: str) -> str:
     context = _valid(path).context
     assert context is not None
     return capacity_text(capacity_data(measure_capacity(context), path))
+
+
+def snapshot_floor(path: str) -> None:
+    """libyaml's C loader parsing the snapshot, the cyclic collector off: what reading it costs in C alone."""
+    gc.disable()
+    try:
+        with open(path, encoding="utf-8") as stream:
+            yaml.load(stream.read(), Loader=yaml.CSafeLoader)
+    finally:
+        gc.enable()
+
+
+def run_command(*argv: str, exits: tuple[int, ...] = (0,)) -> None:
+    """One gpustack command run whole in this process (read, work, report), its output to /dev/null. drift exits 1
+    when it finds drift, simulate when a pod stays pending: the stage says which exits are its work done."""
+    with (
+        open(os.devnull, "w", encoding="utf-8") as sink,
+        contextlib.redirect_stdout(sink),
+        contextlib.redirect_stderr(sink),
+    ):
+        try:
+            cli_main(list(argv))
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 0
+            assert code in exits, f"gpustack {' '.join(argv)} exited {done.code}"
+
+
+def cluster_actions(scale: int, folder: Path) -> dict[str, Callable[[], object]]:
+    """The cluster stage at one scale: the snapshot, the blueprint its import gives, and each command on them."""
+    snapshot = folder / f"cluster-{scale}x.yaml"
+    snapshot.write_text(cluster_snapshot(scale), encoding="utf-8")
+    blueprint, imported = folder / f"cluster-{scale}x-blueprint.yaml", folder / f"cluster-{scale}x-imported.yaml"
+    run_command("import", str(snapshot), "--out-file", str(blueprint))
+    return {
+        "floor": lambda: snapshot_floor(str(snapshot)),
+        "import": lambda: run_command("import", str(snapshot), "--out-file", str(imported)),
+        "drift": lambda: run_command("drift", str(blueprint), str(snapshot), exits=(0, 1)),
+        "simulate --cluster": lambda: run_command("simulate", str(blueprint), "--cluster", str(snapshot), exits=(0, 1)),
+    }
+
+
+CLUSTER_STAGES = ("import", "drift", "simulate --cluster")
+
+
+def measure_cluster(folder: Path, repeat: int) -> dict[int, dict[str, float]]:
+    """The cluster stage's figures at 1x and 10x, interleaved as measure_shape's are."""
+    one, ten = cluster_actions(1, folder), cluster_actions(10, folder)
+    actions = {f"{scale} {stage}": action for stage in ten for scale, action in ((10, ten[stage]), (1, one[stage]))}
+    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
+    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
+    for name, seconds in times.items():
+        scale, stage = name.split(" ", 1)
+        rows[int(scale)][stage] = seconds
+    return rows
+
+
+def cluster_peaks(folder: Path) -> dict[str, int]:
+    """tracemalloc's peak while each cluster command runs at 10x (after measure_cluster made its files)."""
+    actions = cluster_actions(10, folder)
+    peaks = {}
+    for stage in CLUSTER_STAGES:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            actions[stage]()
+        finally:
+            _, peaks[stage] = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+    return peaks
+
+
+def report_cluster(folder: Path, repeat: int) -> None:
+    sizes = {scale: (folder / f"cluster-{scale}x.yaml") for scale in (1, 10)}
+    rows = measure_cluster(folder, repeat)
+    described = ", ".join(
+        f"{scale}x {path.stat().st_size / 2**20:.2f} MiB ({POOLS_PER_SCALE * scale * NODES_PER_POOL:,} nodes and "
+        f"pods, {POOLS_PER_SCALE * scale:,} pools)"
+        for scale, path in sizes.items()
+    )
+    print(f"cluster snapshots: {described}")
+    print(
+        f"{'cluster':<11} {'scale':>5} | {'floor':>6} | " + " | ".join(f"{s:>18} {'ratio':>6}" for s in CLUSTER_STAGES)
+    )
+    for scale, row in rows.items():
+        figures = " | ".join(f"{row[s]:>18.3f} {row[s] / row['floor']:>5.1f}x" for s in CLUSTER_STAGES)
+        print(f"{'cluster':<11} {scale:>4}x | {row['floor']:>6.3f} | {figures}")
+    growth = {stage: rows[10][stage] / rows[1][stage] for stage in ("floor", *CLUSTER_STAGES)}
+    print("cluster     growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
+    peaks = cluster_peaks(folder)
+    print(
+        "cluster     10x peak traced: "
+        + ", ".join(f"{stage} {peak / 2**20:.0f} MiB" for stage, peak in peaks.items())
+        + " (goal: each under 10 s and 1 GiB)"
+    )
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -284,9 +384,10 @@ def main() -> None:
         "--repeat", type=int, default=3, help="runs per 10x figure (ten times as many at 1x); the median counts"
     )
     parser.add_argument("--quick", action="store_true", help="many-pools shapes only, no --help and memory figures")
+    parser.add_argument("--cluster", action="store_true", help="only the cluster stage (import, drift, simulate)")
     parser.add_argument(
         "--profile",
-        choices=("validate", "compile", "simulate", "diff", "capacity"),
+        choices=("validate", "compile", "simulate", "diff", "capacity", *CLUSTER_STAGES),
         help="print a cProfile summary of one stage (many-pools 10x, or --shape/--scale) instead of the figures",
     )
     parser.add_argument("--shape", choices=tuple(SHAPES), default="many-pools", help="shape for --profile")
@@ -294,8 +395,19 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpustack-bench-") as temporary:
         folder = Path(temporary)
+        if options.profile in CLUSTER_STAGES:
+            action = cluster_actions(options.scale, folder)[options.profile]
+            profiler = cProfile.Profile()
+            profiler.runcall(action)
+            for order in ("cumulative", "tottime"):
+                print(f"--- {options.profile} cluster {options.scale}x, top 25 by {order}")
+                pstats.Stats(profiler, stream=sys.stdout).strip_dirs().sort_stats(order).print_stats(25)
+            return
         if options.profile:
             profile(options.profile, options.shape, options.scale, folder)
+            return
+        if options.cluster:
+            report_cluster(folder, options.repeat)
             return
         report(options, folder)
 
@@ -334,6 +446,7 @@ def report(options: argparse.Namespace, folder: Path) -> None:
         )
     if options.quick:
         return
+    report_cluster(folder, options.repeat)
     help_s, floor_s = help_ratio(options.repeat)
     print(f"gpustack --help {help_s:.3f} s, python -c 'import yaml, click' {floor_s:.3f} s: {help_s / floor_s:.2f}x")
     path = folder / "many-pools-10x.yaml"
