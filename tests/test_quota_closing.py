@@ -340,3 +340,28 @@ def test_no_example_s_own_workload_asks_for_a_name_its_quota_closes(tmp_path: Pa
             for resource, amount in asked.items():
                 line = quotas[namespace].get(f"requests.{resource}")
                 assert line is None or int(line) >= int(amount) > 0, (obj["metadata"]["name"], resource, line)
+
+
+def test_a_name_held_whole_on_another_pool_stays_open_and_only_kueue_closes_it_per_pool(tmp_path: Path) -> None:
+    """What docs/admission.md says is not enforced: a ResourceQuota counts names per namespace, not per pool."""
+    whole = """\
+    - name: l4-whole
+      gpu: {model: L4, count: 4}
+      nodes: [l4-b]
+      nodeResources: {cpu: "32", memory: 256Gi}
+      taints:
+        - {key: gpustack.io/pool, value: l4-whole, effect: NoSchedule}
+  tenants:
+"""
+    text = SLICED.replace("  tenants:\n", whole, 1).replace(
+        "      nodes: [a100-a]\n", '      nodes: [a100-a]\n      nodeResources: {cpu: "128", memory: 1Ti}\n'
+    )
+    text = text.replace(
+        "      pools: [a100-mixed]\n      priority: normal\n      scheduler: volcano\n",
+        "      pools: [a100-mixed, l4-whole]\n      priority: normal\n      scheduler: volcano\n",
+    )
+    assert "requests.nvidia.com/gpu" not in hard(compiled(tmp_path, text), "small")  # held whole on l4-whole
+    queued = compiled(tmp_path, text.replace("scheduler: volcano", "scheduler: kueue"))
+    flavors = find(queued, "ClusterQueue", name="small")["spec"]["resourceGroups"][0]["flavors"]
+    nominal = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in flavors}
+    assert nominal["a100-mixed"]["nvidia.com/gpu"] == 0 and nominal["l4-whole"]["nvidia.com/gpu"] == 4
