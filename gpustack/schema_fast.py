@@ -319,12 +319,13 @@ class Overflow:
     schema: Mapping[str, Any]  # the container's schema (its description words the hint)
 
 
-def within_bounds(data: Any, cap: int) -> tuple[Any, list[Overflow]]:
-    """`data` with every list and mapping cut to the entries its schema allows, and to `cap` everywhere; the cuts.
+def within_bounds(data: Any, cap: int, *, guided: bool = True) -> tuple[Any, list[Overflow]]:
+    """`data` with every list and mapping cut to the entries the blueprint schema allows (with guided=False, for a
+    document of another schema: only to `cap`), and to `cap` everywhere; the cuts.
 
     Containers that need no cut are shared with `data`, not copied."""
     overflows: list[Overflow] = []
-    return _bounded(data, load_schema(), (), cap, overflows), overflows
+    return _bounded(data, load_schema() if guided else None, (), cap, overflows), overflows
 
 
 def _bounded(value: Any, schema: Any, path: JsonPath, cap: int, overflows: list[Overflow]) -> Any:

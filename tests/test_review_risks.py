@@ -616,3 +616,25 @@ def test_cloud_pool_replaced__fires_on_a_machine_type_change_with_the_pods_it_ev
         for r in assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(resized)))
         if r.code.startswith("cloud")
     ]
+
+
+# karpenter-node-class-changed
+
+
+def test_node_class_changed__fires_when_a_karpenter_pool_names_another_ec2nodeclass_not_on_a_resize() -> None:
+    from builders import blueprint
+    from test_cloud import pool
+
+    workload = {"name": "svc", "tenant": "t", "pool": "gpus", "kind": "Deployment", "image": "x:1", "gpu": {"count": 1}}
+    more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
+    old = blueprint(pool("karpenter", "H100-SXM5-80GB", 8, cloud={"nodeClass": "gpu"}), **more)
+    new = blueprint(pool("karpenter", "H100-SXM5-80GB", 8, cloud={"nodeClass": "admin-node-role"}), **more)
+    [risk] = [
+        r
+        for r in assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(new)))
+        if r.code == "karpenter-node-class-changed"
+    ]
+    assert str(risk.severity) == "high" and risk.pools == ("gpus",) and risk.workloads == ("svc",)
+    assert risk.details == ("nodeClass gpu -> admin-node-role",) and "IAM role" in risk.message
+    resized = blueprint(pool("karpenter", "H100-SXM5-80GB", 8, cloud={"nodeClass": "gpu"}, maxNodes=8), **more)
+    assert not assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(resized)))

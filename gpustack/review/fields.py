@@ -134,7 +134,24 @@ def pool_fields(pool: NodePool) -> Fields:
     if pool.node_resources is not None:
         _put(fields, "nodeResources.cpu", pool.node_resources.cpu)
         _put(fields, "nodeResources.memory", pool.node_resources.memory)
+    _cloud(fields, pool)
     return fields
+
+
+def _cloud(fields: Fields, pool: NodePool) -> None:
+    """The provider node pool as written (a machine type left out stays out: gpustack picks it, and a change of the
+    pick shows in the manifest diff and in cloud-pool-replaced)."""
+    cloud = pool.cloud
+    if cloud is None:
+        return
+    _put(fields, "cloud.provider", cloud.provider)
+    _put(fields, "cloud.machineType", cloud.machine_type)
+    _put(fields, "cloud.zones", cloud.zones or None)
+    _put(fields, "cloud.spot", cloud.spot)
+    _put(fields, "cloud.diskGb", cloud.disk_gb)
+    _put(fields, "cloud.diskType", cloud.disk_type)
+    if cloud.provider == "karpenter":  # the only provider that reads it; elsewhere its default is noise
+        _put(fields, "cloud.nodeClass", cloud.node_class)
 
 
 def tenant_fields(tenant: Tenant) -> Fields:

@@ -20,6 +20,7 @@ from gpustack.review.risks.gpus import (
     resource_renamed,
     unit_memory_shrinks,
 )
+from gpustack.review.risks.node_class import node_class_changed
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
 from gpustack.review.risks.objects import base_absent, object_escapes_tenant
 from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
@@ -45,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     object_escapes_tenant,
     base_absent,
     cloud_pool_replaced,
+    node_class_changed,
 )
 
 
