@@ -574,14 +574,16 @@ def test_n2_a_name_git_brings_back_is_escaped_in_the_script(tmp_path: Path, monk
 
 
 def test_planning_and_writing_a_rollout_make_no_cycles() -> None:
-    """plan_rollout and render_script run with the cyclic collector paused (gpustack/collector.py): they must leave
-    nothing only it could free, or a paused run would keep it."""
+    """plan_rollout and the script, text and markdown renderers run with the cyclic collector paused
+    (gpustack/collector.py): they must leave nothing only it could free, or a paused run would keep it."""
     case = ROLLOUT_CASES / "taints"
     before, after = side_from_file(str(case / "old.yaml")), side_from_file(str(case / "new.yaml"))
     assert before.snapshot is not None and after.snapshot is not None
 
     def plan_and_write() -> None:
-        render_script(plan_rollout(before.snapshot, after.snapshot))  # type: ignore[arg-type]
+        plan = plan_rollout(before.snapshot, after.snapshot)  # type: ignore[arg-type]
+        for output in ("script", "text", "markdown"):
+            RENDERERS[output](plan)
 
     plan_and_write()  # the sides compile their plans once, and keep them
     gc.collect()

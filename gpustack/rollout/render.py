@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 
+from gpustack.collector import paused
 from gpustack.escapes import json_safe
 from gpustack.report import format_text
 from gpustack.review.formatting import cell, code, fence, one_line
@@ -107,6 +108,7 @@ def _phase_text(phase: Phase) -> list[str]:
     return lines
 
 
+@paused()  # see gpustack/collector.py
 def render_text(plan: RolloutPlan) -> str:
     lines = [_shown(f"gpustack rollout: {plan.before} -> {plan.after}"), summary_line(plan)]
     lines.append(_shown(f"max unavailable per pool: {plan.max_unavailable}"))
@@ -163,6 +165,7 @@ def render_markdown_summary(plan: RolloutPlan, heading: str = "##") -> str:
     return "\n".join(lines) + "\n"
 
 
+@paused()  # see gpustack/collector.py
 def render_markdown(plan: RolloutPlan) -> str:
     lines = [f"# Rollout: {_name(plan.before)} → {_name(plan.after)}", "", render_markdown_summary(plan).rstrip("\n")]
     for phase in plan.phases:
