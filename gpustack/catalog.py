@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ _SHARED_SUFFIX = re.compile(r"-SHARED$", re.IGNORECASE)
 _MIG_SUFFIX = re.compile(r"-MIG-[A-Za-z0-9.+-]+$", re.IGNORECASE)
 # vGPU guests report their vGPU type, e.g. NVIDIA-A10-24Q: frame buffer in GB plus a class letter.
 _VGPU_SUFFIX = re.compile(r"-\d+[QACB]$")
+# The parts of a catalog key after the product name: form factor (SXM4, PCIE, NVL, Server...) or memory (80GB).
+_VARIANT_PART = re.compile(r"^(SXM\d*|PCIE|NVL|\d+GB|Server|Workstation)$")
 
 
 class FrozenCounts(Mapping[str, int]):
@@ -132,7 +135,10 @@ class GpuModel:
 
     @property
     def mps_max_clients(self) -> int:
-        # The device plugin's mps-control-daemon allows 48 clients from compute capability 7.5 on, else 16.
+        # Not a hardware fact but the device plugin's own rule (cmd/mps-control-daemon/mps/device.go, assertReplicas:
+        # 48 clients if `isAtLeastVolta`, which compares the compute capability with 7.5, else 16; research
+        # nvidia-device-plugin.md), so it stays beside the code that mirrors the plugin. NVIDIA's MPS guide puts
+        # the hardware's own limit at 48 from Volta (7.0) on: the plugin is the stricter of the two on a V100.
         return 48 if _version(self.compute_capability) >= (7, 5) else 16
 
 
@@ -183,6 +189,12 @@ class Catalog:
             if model is not None:
                 return model
         return None
+
+    def mig_capable(self) -> list[str]:
+        """The GPUs that support MIG, by their product names (keys without form factor or memory: A100, H100),
+        in catalog order: what a hint names when MIG is asked of another GPU."""
+        names = (_product_name(model.key) for model in self.models.values() if model.mig is not None)
+        return list(dict.fromkeys(names))
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """Did-you-mean: every model whose key starts with the name's words (`A100`: all four A100s),
@@ -257,6 +269,13 @@ def _similarity(a: tuple[str, ...], b: tuple[str, ...]) -> float:
     shared = len(set(a) & set(b)) / len(union) if union else 0.0
     chip = 1.0 if a[:1] == b[:1] else 0.0
     return (spelling + shared + chip) / 3
+
+
+def _product_name(key: str) -> str:
+    """`A100-SXM4-80GB` -> `A100`, `RTX-PRO-6000-Blackwell-Server` -> `RTX-PRO-6000-Blackwell`."""
+    parts = key.split("-")
+    kept = list(itertools.takewhile(lambda part: not _VARIANT_PART.match(part), parts))
+    return "-".join(kept or parts[:1])
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,10 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpustack import schema
+from gpustack.catalog import Catalog, load_catalog
 from gpustack.diagnostic import Position
 from gpustack.load import parse_document
 from gpustack.positions import BITS, PackedPositions, end_of, pack, pack_to_end_of, start_of
 from gpustack.schema_fast import within_bounds
+from gpustack.validation import validate_text
 
 # --- packed positions: one home for the bit layout ------------------------------------------------
 
@@ -162,3 +165,28 @@ def test_the_review_s_l4_file_is_refused_by_validate(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout.count("error[GS106]") + result.stderr.count("error[GS106]") == 40
     assert "Traceback" not in result.stderr
+
+
+# --- GS302's hint comes from the catalog ----------------------------------------------------------------------
+
+MIG_ON_L4 = BASE.replace("  workloads:\n", "").replace(
+    "nodes: [n1]}", "nodes: [n1], sharing: {strategy: mig, mig: {strategy: single, layout: {1g.10gb: 7}}}}"
+)
+
+
+def test_gs302_names_every_mig_gpu_of_the_catalog_and_no_other() -> None:
+    [diagnostic] = [d for d in validate_text(MIG_ON_L4, "bp.yaml").diagnostics if d.code == "GS302"]
+    catalog = load_catalog()
+    hint = diagnostic.hint or ""
+    named = set(hint.split("MIG needs one of ", 1)[1].split(";", 1)[0].replace(" or ", ", ").split(", "))
+    assert named == {"A30", "A100", "H100", "H200", "GH200", "B200", "GB200", "RTX-PRO-6000-Blackwell"}
+    assert named == set(catalog.mig_capable())
+
+
+def test_a_model_that_gains_mig_in_the_catalog_is_named_in_the_hint() -> None:
+    catalog = load_catalog()
+    a100 = catalog.models["A100-SXM4-40GB"]
+    grown = {**catalog.models, "L4": dataclasses.replace(catalog.models["L4"], mig=a100.mig)}
+    assert "L4" in Catalog(grown).mig_capable()
+    shrunk = {key: model for key, model in catalog.models.items() if not key.startswith("A30")}
+    assert "A30" not in Catalog(shrunk).mig_capable()

@@ -47,6 +47,10 @@ def check_models(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def _either(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         model = ctx.models[pool.name]
@@ -58,8 +62,8 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 MIG_UNSUPPORTED,
                 mig.path,
                 f"pool '{pool.name}' partitions {model.key} with MIG, but {model.key} does not support MIG",
-                "MIG needs an A30, A100, H100, H200, GH200, B200, GB200 or RTX PRO 6000 Blackwell; "
-                "share this GPU with time-slicing or MPS instead",
+                f"MIG needs one of {_either(ctx.catalog.mig_capable())}; share this GPU with time-slicing or MPS "
+                "instead",
                 key=True,
             )
             continue
