@@ -82,6 +82,19 @@ def test_graph_does_not_import_review() -> None:
     assert not {name for name in _imports(PACKAGE / "graph.py") if name.startswith("gpustack.review")}
 
 
+def test_graph_importing_review_breaks_the_layers_contract(tmp_path: Path) -> None:
+    # The outputs are independent of each other in pyproject.toml (`|`), so the back-edge cannot return, even
+    # indirectly: review uses graph, never the other way.
+    from test_layers import copy_of_package, lint_imports
+
+    root = copy_of_package(tmp_path)
+    graph = root / "gpustack" / "graph.py"
+    graph.write_text(graph.read_text(encoding="utf-8") + "\nfrom gpustack.review import layouts  # noqa\n")
+    result = lint_imports(root)
+    assert result.returncode == 1
+    assert "gpustack.graph is not allowed to import gpustack.review" in result.stdout
+
+
 def test_layout_text_and_index_ranges() -> None:
     assert layout_text({"3g.40gb": 2, "1g.10gb": 1}) == "{3g.40gb: 2, 1g.10gb: 1}"
     assert layout_text({}) == "{}"
