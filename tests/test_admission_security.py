@@ -224,3 +224,34 @@ def test_a_plain_namespace_in_a_blueprint_without_volcano_tenants_gets_no_queue_
     )
     assert "tenantQueues" not in {v["name"] for v in policy["spec"]["variables"]}
     assert review(job("anything"), "batch-jobs", None, "multi-tenant").admitted
+
+
+def _template(queue: str) -> dict[str, Any]:
+    metadata = {"labels": {"app": "a"}, "annotations": {VOLCANO_QUEUE_ANNOTATION: queue}}
+    return {
+        "metadata": metadata,
+        "spec": {"schedulerName": "volcano", "restartPolicy": "Never", "containers": [CONTAINER]},
+    }
+
+
+def _wrapped(kind: str, queue: str) -> dict[str, Any]:
+    """The annotated pod template inside `kind`, where Volcano's PodGroup controller would read it from the pods."""
+    metadata = {"name": "w"}
+    if kind == "CronJob":
+        body = {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": _template(queue)}}}
+        return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "JobSet":
+        job_template = {"spec": {"template": _template(queue)}}
+        body = {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": job_template}]}
+        return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": kind, "metadata": metadata, "spec": body}
+    if kind == "LeaderWorkerSet":
+        body = {"leaderWorkerTemplate": {"size": 2, "workerTemplate": _template(queue)}}
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": metadata, "spec": body}
+    body = {"serviceName": "w", "selector": {"matchLabels": {"app": "a"}}, "template": _template(queue)}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": body}
+
+
+@pytest.mark.parametrize("kind", ["CronJob", "JobSet", "LeaderWorkerSet", "StatefulSet"])
+def test_the_queue_annotation_is_read_in_every_kind_s_pod_templates(kind: str) -> None:
+    assert denied_with(review(_wrapped(kind, "vision"), "llm", "llm"), "tenant llm may not use Volcano queue vision")
+    assert review(_wrapped(kind, "llm"), "llm", "llm").admitted
