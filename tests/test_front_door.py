@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import grimp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -190,3 +191,25 @@ def test_a_model_that_gains_mig_in_the_catalog_is_named_in_the_hint() -> None:
     assert "L4" in Catalog(grown).mig_capable()
     shrunk = {key: model for key, model in catalog.models.items() if not key.startswith("A30")}
     assert "A30" not in Catalog(shrunk).mig_capable()
+
+
+# --- no import cycle, not even a type-only one ------------------------------------------------------------------
+
+
+def test_no_module_of_the_package_imports_itself_through_others() -> None:
+    # grimp reads every import, those under TYPE_CHECKING too (simulate/cluster <-> simulate/index was one).
+    graph = grimp.build_graph("gpustack")
+    edges = {module: graph.find_modules_directly_imported_by(module) for module in graph.modules}
+    cycles = []
+    for start in sorted(edges):
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            module = todo.pop()
+            if module == start:
+                cycles.append(start)
+                break
+            if module not in seen:
+                seen.add(module)
+                todo.extend(edges[module])
+    assert cycles == []

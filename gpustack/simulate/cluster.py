@@ -16,20 +16,8 @@ from dataclasses import dataclass, field
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.index import ClassIndex
 from gpustack.simulate.inventory import Node
+from gpustack.simulate.node_class import NodeClass, Usage
 from gpustack.simulate.pods import PODS
-
-Usage = tuple[int, ...]  # used units per resource of the class, in NodeClass.resources order
-
-
-@dataclass(frozen=True)
-class NodeClass:
-    index: int
-    node: Node  # the first member: every member has the same profile
-    members: tuple[int, ...]
-    resources: tuple[str, ...]  # what the class's nodes advertise, sorted
-
-    def position(self, resource: str) -> int | None:
-        return self.resources.index(resource) if resource in self.resources else None
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpustack.simulate.claims import is_claim
-from gpustack.simulate.cluster import NodeClass, Usage
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.messages import (
     AFFINITY_MISMATCH,
@@ -20,6 +19,7 @@ from gpustack.simulate.messages import (
     KubeVersion,
     insufficient,
 )
+from gpustack.simulate.node_class import NodeClass, Usage
 from gpustack.simulate.pods import CPU, MEMORY, NO_SCHEDULE_EFFECTS, PODS, UNSCHEDULABLE_TAINT, PodShape, Taint
 
 VOLCANO_POD_NUMBER = "node(s) pod number exceeded"

@@ -10,13 +10,10 @@ only those classes: on a fleet of 1,000 pools, a pod looks at its own pools inst
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
+from gpustack.simulate.inventory import Node
+from gpustack.simulate.node_class import NodeClass
 from gpustack.simulate.pods import NO_SCHEDULE_EFFECTS, UNSCHEDULABLE_TAINT, PodShape
-
-if TYPE_CHECKING:
-    from gpustack.simulate.cluster import NodeClass
-    from gpustack.simulate.inventory import Node
 
 
 class ClassIndex:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gpustack.simulate.cluster import Cluster, NodeClass, Usage
+from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.filters import (
     Verdict,
     affinity_weight,
@@ -26,6 +26,7 @@ from gpustack.simulate.filters import (
     volcano_verdict,
 )
 from gpustack.simulate.messages import KubeVersion
+from gpustack.simulate.node_class import NodeClass, Usage
 from gpustack.simulate.pods import PodShape
 
 _BARE = PodShape(requests=())  # tolerates nothing, selects nothing: refused only by cordons and hard taints
