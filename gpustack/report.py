@@ -50,7 +50,9 @@ def format_diagnostic(diagnostic: Diagnostic, source_line: SourceLine = _no_sour
             lines.append(f"{' ' * len(gutter)} |")
             lines.append(f"{gutter} | {printable(shown)}")
             carets = _underline(span, text)[: max(len(shown) - column + 1, 1)]
-            lines.append(f"{' ' * len(gutter)} | {' ' * (column - 1)}{carets}")
+            # An escape is wider than the character it stands for: the caret goes under the escaped text.
+            indent = len(printable(shown[: column - 1]))
+            lines.append(f"{' ' * len(gutter)} | {' ' * indent}{carets}")
     for related in diagnostic.related:
         lines.append(f"  note: see {printable(related.file)}:{related.start.line}:{related.start.column}")
     if diagnostic.hint:

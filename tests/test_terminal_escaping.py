@@ -253,3 +253,12 @@ def test_import_escapes_the_snapshot_name(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert raw(result.stdout + result.stderr) == []
     assert "snap" in result.stderr
+
+
+def test_the_caret_stays_under_the_value_after_escapes_before_it(tmp_path: Path) -> None:
+    # The wrong count comes after a model name holding an override: its escape is wider than the character.
+    path = edited(tmp_path / "bp.yaml", (MODEL, 'gpu: {model: "L4\u202e\u2066", count: "four"}'))
+    lines = run("validate", path).stdout.splitlines()
+    source = next(i for i, line in enumerate(lines) if '"four"' in line and " | " in line)
+    assert "\\u202e" in lines[source]
+    assert lines[source + 1].index("^") == lines[source].index('"four"')
