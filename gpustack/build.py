@@ -13,6 +13,7 @@ from gpustack import defaults as d
 from gpustack.defaults import value_or_default as get
 from gpustack.diagnostic import JsonPath
 from gpustack.model import (
+    AUTO_LAYOUT,
     Allocation,
     Blueprint,
     CloudPool,
@@ -258,12 +259,16 @@ def _replication(block: Data, path: JsonPath) -> Replication:
 
 
 def _mig(data: Data, path: JsonPath) -> MigSharing:
+    auto = False
     if "groups" in data:
         groups = tuple(_mig_group(g, (*path, "groups", i)) for i, g in enumerate(data["groups"]))
     else:
-        groups = (MigGroup(None, _pairs(data["layout"]), (*path, "layout")),)
+        auto = data["layout"] == AUTO_LAYOUT
+        groups = (MigGroup(None, () if auto else _pairs(data["layout"]), (*path, "layout")),)
     time_slicing = _replication(data["timeSlicing"], (*path, "timeSlicing")) if "timeSlicing" in data else None
-    return MigSharing(strategy=MigStrategy(data["strategy"]), groups=groups, path=path, time_slicing=time_slicing)
+    return MigSharing(
+        strategy=MigStrategy(data["strategy"]), groups=groups, path=path, time_slicing=time_slicing, auto=auto
+    )
 
 
 def _mig_group(data: Data, path: JsonPath) -> MigGroup:

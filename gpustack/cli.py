@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollout": ("gpustack.commands.rollout", "Plan a change on a running cluster: node waves, drains, waits."),
     "import": ("gpustack.commands.import_", "Infer a blueprint from a cluster snapshot (kubectl get -o yaml)."),
     "drift": ("gpustack.commands.drift", "Compare a blueprint with a cluster snapshot, node by node."),
+    "recommend": ("gpustack.commands.recommend", "Choose MIG layouts for layout: auto pools on the fewest GPUs."),
 }
 EXIT_INTERNAL = 3
 

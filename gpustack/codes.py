@@ -41,6 +41,8 @@ MIG_GROUPS_UNEVEN = "GS305"
 SHARING_ON_CPU_POOL = "GS306"
 MACHINE_TYPE_MISMATCH = "GS307"
 CLOUD_SELECTOR_ELSEWHERE = "GS308"
+MIG_LAYOUT_AUTO = "GS310"
+RECOMMEND_NO_FIT = "GS311"
 MPS_WITH_MIG = "GS401"
 TOO_FEW_REPLICAS = "GS402"
 MPS_TOO_MANY_CLIENTS = "GS403"
@@ -135,6 +137,8 @@ CODES: dict[str, str] = {
     SHARING_ON_CPU_POOL: "GPU sharing on a CPU-only pool",
     MACHINE_TYPE_MISMATCH: "a cloud pool's machine type does not carry the pool's GPUs",
     CLOUD_SELECTOR_ELSEWHERE: "a cloud pool's selector does not select the nodes of its provider pool",
+    MIG_LAYOUT_AUTO: "a MIG layout left to gpustack recommend (layout: auto), which compile refuses",
+    RECOMMEND_NO_FIT: "gpustack recommend finds no layouts that fit a pool's demand within its nodes",
     # sharing (gpustack.checks.sharing)
     MPS_WITH_MIG: "MPS combined with MIG",
     TOO_FEW_REPLICAS: "time-slicing or MPS with fewer than 2 replicas",
@@ -588,6 +592,19 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "A cloud pool gives a `selector` that the nodes of its provider pool would not match: they carry the "
         "provider's node-pool label valued with the pool's name, gpustack's pool label and the pool's labels.",
         "Drop the selector (gpustack selects the provider's node-pool label), or select on one of those labels.",
+    ),
+    MIG_LAYOUT_AUTO: (
+        "A MIG pool says `layout: auto`: its layouts are for `gpustack recommend` to choose. `validate` accepts it "
+        "(as a warning, checking needs and quotas against every profile the GPU has); `compile` and `validate "
+        "--strict` refuse it, so no layout nobody reviewed reaches a cluster.",
+        "Run `gpustack recommend BLUEPRINT --write`, review the layouts it writes in place of auto, then compile.",
+    ),
+    RECOMMEND_NO_FIT: (
+        "`gpustack recommend` found no MIG layouts under which a pool's workloads (and its tenants' quotas) fit on "
+        "the nodes the pool may have: its listed nodes, `count`, or `maxNodes`. The message names the resource "
+        "that does not fit and how many nodes it would take.",
+        "Raise `maxNodes` (or `count`, or list more nodes), give the pool more GPUs per node, or shrink the "
+        "workloads' replicas or the tenants' quotas on the pool.",
     ),
     SOFT_ISOLATION: (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "

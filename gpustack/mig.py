@@ -372,6 +372,11 @@ def _sorted_shapes(geometry: MigGeometry, counts: Counts) -> list[_Shape]:
     return sorted(shapes, key=lambda s: (-s.compute, -s.memory))
 
 
+def valid_layouts(geometry: MigGeometry) -> tuple[dict[str, int], ...]:
+    """Every layout one GPU of the geometry can be cut into (caps, groups, engines and placement hold)."""
+    return tuple(_as_layout(counts) for counts in _valid_layouts(geometry))
+
+
 @functools.cache
 def _valid_layouts(geometry: MigGeometry) -> tuple[Counts, ...]:
     """Every valid non-empty layout of the geometry (hundreds at most: <= 7 instances in <= 12 units)."""

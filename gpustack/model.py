@@ -81,6 +81,9 @@ class Allocation(StrEnum):
     DRA = "dra"
 
 
+AUTO_LAYOUT = "auto"  # sharing.mig.layout: auto, the value `gpustack recommend` replaces
+
+
 class MigStrategy(StrEnum):
     SINGLE = "single"
     MIXED = "mixed"
@@ -231,6 +234,9 @@ class MigSharing:
     groups: tuple[MigGroup, ...]
     path: JsonPath
     time_slicing: Replication | None = None  # every MIG instance advertised `replicas` times
+    # layout: auto: `gpustack recommend` chooses the layouts; until then the pool offers every profile (so needs and
+    # quotas can be checked) and compile refuses it (GS310). Its one group has an empty layout.
+    auto: bool = False
 
     @property
     def whole_groups(self) -> tuple[MigGroup, ...]:

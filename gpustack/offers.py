@@ -81,6 +81,8 @@ def pool_offers(pool: NodePool, model: GpuModel | None) -> tuple[Offer, ...]:
 def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     mig = pool.sharing.mig
     assert mig is not None
+    if mig.auto:
+        return _auto_offers(pool, model)
     single = mig.strategy is MigStrategy.SINGLE
     counts: dict[str, int] = {}
     hosts: dict[str, int] = {}  # profile -> GPUs of the node that carry it
@@ -120,6 +122,38 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
         offers.append(
             Offer(name, units, memory, Isolation.HARDWARE, profile=profile, gpus=hosts[profile] if split else None)
         )
+    return tuple(offers)
+
+
+def _auto_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
+    """layout: auto, before `gpustack recommend` chose: every profile as many times as one node could hold it.
+
+    Needs resolve against this menu as they will against the chosen layouts (the smallest profile that holds a
+    memory need), and quotas may name any profile; compile refuses the pool until real layouts replace auto.
+    """
+    mig = pool.sharing.mig
+    assert mig is not None and pool.gpu is not None
+    single = mig.strategy is MigStrategy.SINGLE
+    gpus = pool.gpu.count
+    offers = [] if single else [Offer(GPU, gpus, Decimal(model.memory_gib), Isolation.EXCLUSIVE)]
+    sliced = mig.time_slicing
+    for spec in model.mig.profiles if model.mig is not None else ():
+        units = spec.max_count * gpus
+        if sliced is not None and not single:
+            name = mig_resource_name(spec.name) + (SHARED_SUFFIX if sliced.rename_by_default else "")
+            offers.append(
+                Offer(
+                    name,
+                    units * sliced.replicas,
+                    Decimal(spec.memory_gb),
+                    Isolation.NONE,
+                    profile=spec.name,
+                    shared_by=sliced.replicas,
+                )
+            )
+            continue
+        name = GPU if single else mig_resource_name(spec.name)
+        offers.append(Offer(name, units, Decimal(spec.memory_gb), Isolation.HARDWARE, profile=spec.name))
     return tuple(offers)
 
 

@@ -37,6 +37,7 @@ STAGES = {
     "1": ("the blueprint's shape (JSON Schema)", "gpustack/schema.py, gpustack/data/blueprint.schema.json"),
     "2": ("names and references", "gpustack/checks/references.py"),
     "3": ("hardware", "gpustack/checks/hardware.py"),
+    "31": ("MIG layouts left to `gpustack recommend`", "gpustack/checks/hardware.py, gpustack/recommend/"),
     "4": ("sharing", "gpustack/checks/sharing.py"),
     "42": ("DRA pools (`allocation: dra`)", "gpustack/checks/dra.py"),
     "5": ("tenancy", "gpustack/checks/tenancy.py"),
@@ -93,6 +94,7 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
         except DiagnosticError as error:
             text = _shown(error.diagnostics[0], {}).replace(folder, "out")
             yield OUTPUT_UNSAFE, "", "compile blueprints/quickstart.yaml -d out", text
+    yield from _recommend_example()
     yield from _rollout_example()
     yield from _unsafe_word_example()
     yield from _import_examples()
@@ -131,6 +133,17 @@ def _import_examples() -> Iterator[tuple[str, str, str, str]]:
 def _relative_span(diagnostic: Diagnostic) -> Span | None:
     span = diagnostic.span
     return span if span is None else dataclasses.replace(span, file=_relative(span.file))
+
+
+def _recommend_example() -> Iterator[tuple[str, str, str, str]]:
+    """GS311 comes from `gpustack recommend`: a pool whose demand fits no layouts within its nodes."""
+    from gpustack.recommend import recommend
+
+    file = "tests/cases/recommend/too-small.yaml"
+    result = validate_path(REPO / file)
+    assert result.context is not None
+    for refusal in recommend(result.context)[1]:
+        yield refusal.code, file, "recommend", _shown(refusal, _lines_of(result))
 
 
 def _rollout_example() -> Iterator[tuple[str, str, str, str]]:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpustack.codes import (
     MIG_GROUPS_UNEVEN,
+    MIG_LAYOUT_AUTO,
     MIG_LAYOUT_IMPOSSIBLE,
     MIG_SINGLE_MIXED,
     MIG_UNSUPPORTED,
@@ -65,6 +66,15 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
                 f"MIG needs one of {_either(ctx.catalog.mig_capable())}; share this GPU with time-slicing or MPS "
                 "instead",
                 key=True,
+            )
+            continue
+        if mig.auto:
+            yield ctx.warning(
+                MIG_LAYOUT_AUTO,
+                mig.groups[0].path,
+                f"pool '{pool.name}' leaves its MIG layout to gpustack recommend (layout: auto): compile writes no "
+                "layout nobody chose",
+                "run `gpustack recommend BLUEPRINT --write`, review the layouts it writes over auto, then compile",
             )
             continue
         if not mig.cut_groups:

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 import click
 
+from gpustack.codes import MIG_LAYOUT_AUTO
 from gpustack.collector import paused
 from gpustack.commands.options import deprecated, output_option, refuse_format_named_dir
 from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invalid
@@ -69,7 +70,7 @@ def command(
         )
     if check and out in (None, STREAM):
         raise click.UsageError("--check compares a directory; give --out-dir DIR (it cannot check a stream)")
-    result = validate_path(blueprint)
+    result = _refuse_auto_layouts(validate_path(blueprint))
     if not result.ok or result.blueprint is None or result.context is None:
         _stop_invalid(result, output)
     model, context = result.blueprint, result.context
@@ -138,6 +139,13 @@ def _inputs(file: str, blueprint: Blueprint) -> list[Path]:
     if file == "-":
         return []
     return [Path(file), *(Path(file).parent / path for path, _ in blueprint.templates)]
+
+
+def _refuse_auto_layouts(result: Validation) -> Validation:
+    """layout: auto (GS310) is a warning to validate and an error here, as under validate --strict: one gate, and no
+    layout nobody chose reaches a cluster (`gpustack recommend --write` replaces it)."""
+    promoted = tuple(d.as_error() if d.code == MIG_LAYOUT_AUTO else d for d in result.diagnostics)
+    return dataclasses.replace(result, diagnostics=promoted)
 
 
 def _one_directory(*spellings: str | None) -> str | None:

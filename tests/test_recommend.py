@@ -1,0 +1,215 @@
+"""`gpustack recommend`: layout: auto pools get the MIG layouts that hold their workloads on the fewest GPUs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import CASES
+
+from gpustack.cli import group
+from gpustack.codes import MIG_LAYOUT_AUTO, RECOMMEND_NO_FIT
+from gpustack.recommend import recommend
+from gpustack.validation import validate_path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "blueprints" / "recommend" / "inference-and-finetune.yaml"
+
+
+def blueprint(
+    workloads: str,
+    *,
+    model: str = "A100-SXM4-80GB",
+    gpus: int = 1,
+    max_nodes: int = 8,
+    quota: str = "",
+    strategy: str = "mixed",
+) -> str:
+    return f"""\
+apiVersion: gpustack.io/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: rec  # the cluster
+spec:
+  kubernetes:
+    version: "1.33"
+  stack: gpu-operator
+  gpuOperator:
+    chartVersion: v26.7.0
+  nodePools:
+    - name: pool
+      gpu: {{model: {model}, count: {gpus}}}
+      selector:
+        matchLabels: {{cloud.google.com/gke-nodepool: pool}}
+      minNodes: 0
+      maxNodes: {max_nodes}
+      sharing:
+        strategy: mig
+        mig:
+          strategy: {strategy}
+          layout: auto   # left to gpustack recommend
+  tenants:
+    - name: ml
+      namespaces: [ml]
+      pools: [pool]
+{quota}  workloads:
+{workloads}"""
+
+
+def workload(name: str, replicas: int, gpu: str, kind: str = "Deployment") -> str:
+    return (
+        f"    - name: {name}\n      tenant: ml\n      pool: pool\n      kind: {kind}\n      replicas: {replicas}\n"
+        f"      image: team/{name}:1\n      gpu: {gpu}\n"
+    )
+
+
+HAND = workload("chat", 4, "{memory: 10Gi}") + workload("tune", 2, "{profile: 3g.40gb}", "Job")
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(group, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout + result.stderr
+
+
+def solved(tmp_path: Path, text: str) -> dict:
+    path = tmp_path / "bp.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, out = run("recommend", str(path), "-o", "json")
+    assert code == 0, out
+    pools: list[dict] = json.loads(out)["pools"]
+    assert len(pools) == 1
+    return pools[0]
+
+
+def test_four_10gib_inference_and_two_3g_finetunes_fit_two_gpus_each_cut_3g_plus_four_1g(tmp_path: Path) -> None:
+    pool = solved(tmp_path, blueprint(HAND))
+    assert pool["gpus"] == 2 and pool["nodes"] == 2
+    assert pool["groups"] == [{"devices": [0], "layout": {"3g.40gb": 1, "1g.10gb": 4}}]
+    assert pool["optimal"] is True and pool["lowerBound"]["gpus"] == 2
+    assert pool["strandedGibPerNode"] == 0 and pool["distinctLayouts"] == 1
+
+
+def test_two_gpu_nodes_need_one_node_cut_the_same_on_both_gpus(tmp_path: Path) -> None:
+    pool = solved(tmp_path, blueprint(HAND, gpus=2))
+    assert pool["nodes"] == 1 and pool["gpus"] == 2
+    assert pool["groups"] == [{"devices": [0, 1], "layout": {"3g.40gb": 1, "1g.10gb": 4}}]
+
+
+def test_a_quota_is_capacity_the_layouts_must_give(tmp_path: Path) -> None:
+    quota = "      quota:\n        pool: {mig-1g.10gb: 10, mig-3g.40gb: 2}\n"
+    pool = solved(tmp_path, blueprint(HAND, quota=quota))
+    units = {u["unit"]: u for u in pool["units"]}
+    assert units["1g.10gb"]["offeredPerNode"] * pool["nodes"] >= 10
+    assert pool["gpus"] == 3  # 10 x 1g.10gb and 2 x 3g.40gb: two GPUs hold at most 8 small slices beside the large
+
+
+def test_whole_gpus_sit_beside_mig_under_the_mixed_strategy(tmp_path: Path) -> None:
+    workloads = HAND + workload("train", 1, "{count: 2}", "Job")
+    pool = solved(tmp_path, blueprint(workloads, gpus=4))
+    assert pool["nodes"] == 1
+    assert pool["groups"] == [
+        {"devices": [0, 1], "layout": {"3g.40gb": 1, "1g.10gb": 4}},
+        {"devices": [2, 3], "whole": True},
+    ]
+
+
+def test_text_output_states_layouts_bound_optimality_and_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint(HAND), encoding="utf-8")
+    code, out = run("recommend", str(path))
+    assert code == 0
+    assert "GPU 0 of each node: {3g.40gb: 1, 1g.10gb: 4}" in out
+    assert "nodes: 2, GPUs: 2" in out
+    assert "lower bound: 2 GPU(s) (linear relaxation" in out
+    assert "optimal: yes" in out and "first-fit-decreasing: 2 GPU(s)" in out
+    assert run("recommend", str(path)) == (code, out)  # deterministic
+
+
+def test_first_fit_decreasing_needs_more_where_the_solver_packs_better(tmp_path: Path) -> None:
+    # Per node: 1 x 4g.40gb and 3 x 1g.20gb... first fit puts the 1g.20gb beside the 4g.40gb (memory 4+2=6 of 8,
+    # compute 5 of 7) and cannot add a second 20 GB slice with it in placement, so it opens more GPUs than needed.
+    workloads = workload("big", 2, "{profile: 4g.40gb}") + workload("small", 6, "{memory: 20Gi}")
+    pool = solved(tmp_path, blueprint(workloads, gpus=2, max_nodes=8))
+    assert pool["optimal"] is True
+    assert pool["firstFitDecreasingGpus"] >= pool["gpus"]
+
+
+def test_validate_accepts_auto_and_compile_refuses_it_with_the_strict_diagnostic(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint(HAND), encoding="utf-8")
+    code, validated = run("validate", str(path))
+    assert code == 0 and f"warning[{MIG_LAYOUT_AUTO}]" in validated
+    strict_code, strict = run("validate", "--strict", str(path))
+    compile_code, compiled = run("compile", str(path), "-d", str(tmp_path / "out"))
+    assert strict_code == compile_code == 1
+    head = f"{path}:22:19: error[{MIG_LAYOUT_AUTO}]"
+    assert head in strict and head in compiled and "gpustack recommend" in compiled
+    assert not (tmp_path / "out").exists()
+
+
+def test_write_replaces_auto_keeping_comments_and_order_then_validates_compiles_and_simulates(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    text = blueprint(HAND)
+    path.write_text(text, encoding="utf-8")
+    code, out = run("recommend", str(path), "--write")
+    assert code == 0, out
+    written = path.read_text(encoding="utf-8")
+    before, after = text.splitlines(), written.splitlines()
+    assert [line for line in after if "layout" not in line and "gpustack recommend:" not in line] == [
+        line for line in before if "layout" not in line
+    ]
+    assert "          layout: {3g.40gb: 1, 1g.10gb: 4}   # left to gpustack recommend" in after
+    assert any(line.startswith("          # chosen by gpustack recommend: 2 node(s), 2 GPU(s)") for line in after)
+    assert validate_path(path).diagnostics == ()
+    assert run("compile", str(path), "-d", str(tmp_path / "out"))[0] == 0
+    code, simulated = run("simulate", str(path))
+    assert code == 0 and "all 6 pod(s) placed" in simulated
+
+
+def test_write_turns_layout_into_groups_when_the_gpus_of_a_node_differ(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint(HAND + workload("train", 1, "{count: 2}", "Job"), gpus=4), encoding="utf-8")
+    assert run("recommend", str(path), "--write")[0] == 0
+    written = path.read_text(encoding="utf-8")
+    assert "groups: [{devices: [0, 1], layout: {3g.40gb: 1, 1g.10gb: 4}}, {devices: [2, 3], whole: true}]" in written
+    assert validate_path(path).diagnostics == ()
+    code, simulated = run("simulate", str(path))
+    assert code == 0 and "all 7 pod(s) placed" in simulated
+
+
+def test_a_pool_too_small_is_refused_naming_what_does_not_fit() -> None:
+    case = CASES / "recommend" / "too-small.yaml"
+    code, out = run("recommend", str(case))
+    assert code == 1
+    assert f"{case}:18:17: error[{RECOMMEND_NO_FIT}]" in out
+    assert "7g.80gb: 2 pod(s) of train ask 2; it would take 2 node(s)" in out
+
+
+def test_write_leaves_a_refused_blueprint_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    text = blueprint(workload("train", 3, "{profile: 7g.80gb}", "Job"), max_nodes=2)
+    path.write_text(text, encoding="utf-8")
+    assert run("recommend", str(path), "--write")[0] == 1
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_no_auto_pool_means_nothing_to_recommend() -> None:
+    code, out = run("recommend", str(REPO / "blueprints" / "mig-mixed.yaml"))
+    assert code == 0 and "nothing to recommend" in out
+
+
+def test_the_example_blueprint_is_recommended_written_and_placed(tmp_path: Path) -> None:
+    copy = tmp_path / EXAMPLE.name
+    copy.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = validate_path(copy)
+    assert [d.code for d in result.diagnostics] == [MIG_LAYOUT_AUTO]
+    assert result.context is not None
+    found, refused = recommend(result.context)
+    assert refused == () and len(found) == 1 and found[0].optimal
+    assert run("recommend", str(copy), "--write")[0] == 0
+    assert validate_path(copy).diagnostics == ()
+    assert run("compile", str(copy), "-d", str(tmp_path / "out"))[0] == 0
+    code, simulated = run("simulate", str(copy))
+    assert code == 0 and "placed" in simulated and "unplaced" not in simulated.lower()
