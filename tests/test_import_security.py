@@ -7,6 +7,7 @@ Each review reproduction (`../shared/reference/security-review-3/n5-import-quota
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -294,6 +295,24 @@ def test_n7_repro_import_work_grows_linearly_with_pools() -> None:
     clock at 8 MiB is bench/run.py's `cluster` stage)."""
     small, large = _cluster_lines(150), _cluster_lines(600)
     assert large / small < 4.4, (small, large)  # 4x the pools: linear is 4x, quadratic was 16x
+
+
+def test_n7_reading_and_importing_make_no_cycles() -> None:
+    """Both run with the cyclic collector paused (its full passes grew with a fleet's records): safe only while they
+    leave no cyclic garbage behind."""
+    text = _with(FORGED_PLUGIN + CLUSTER_POLICY)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        import_snapshot(parse_snapshot(text, "snapshot.yaml"), "snapshot")
+        gc.collect()
+        found = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert found == []
 
 
 def test_n7_pool_names_stay_unique_in_one_pass() -> None:

@@ -33,6 +33,7 @@ from gpustack.cluster.labels import (
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
 from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
+from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.names import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -414,6 +415,7 @@ def _stack_guess(pools: list[_Pool], catalog: Catalog) -> str | None:
     )
 
 
+@paused()  # see gpustack/collector.py
 def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | None = None) -> Import:
     """The blueprint a snapshot implies, with `# guessed:` comments and GS021/GS022 diagnostics."""
     catalog = catalog if catalog is not None else load_catalog()

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from gpustack.codes import SNAPSHOT_MALFORMED
+from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
 from gpustack.load import Document, parse_document, read_document
 from gpustack.quantity import parse_quantity
@@ -498,11 +499,13 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
     )
 
 
+@paused()  # see gpustack/collector.py: records of a 13,000-node snapshot make full passes slow, and no cycles
 def read_snapshot(path: str) -> ClusterSnapshot:
     """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
     return snapshot_from(read_document(path))
 
 
+@paused()
 def parse_snapshot(text: str, file: str) -> ClusterSnapshot:
     return snapshot_from(parse_document(text, file))
 
