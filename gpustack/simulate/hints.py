@@ -29,7 +29,6 @@ from gpustack.simulate.simulation import Pending
 from gpustack.taints import taint_text
 
 BLUEPRINT, SCENARIO = "blueprint", "scenario"
-PRODUCT_LABEL = GFD_PRODUCT_LABEL
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def _affinity_hint(pod: Pod, pool: NodePool | None, node: Node, context: Context
     have = node.labels.get(key)
     message = f"the pods of '{pod.workload}' require {key} {phrase}, but the nodes of {where} "
     message += f"have {key}={have}" if have is not None else f"have no label {key}"
-    if key == PRODUCT_LABEL and have is not None and pool is not None:
+    if key == GFD_PRODUCT_LABEL and have is not None and pool is not None:
         message += _product_note(have, wanted, pool, context)
         if any(have.startswith(w + "-") for w in wanted):
             return _where(pod, pool, message, fields, (*pool.path, "sharing"))
@@ -195,7 +194,7 @@ def _product_note(have: str, wanted: Iterable[str], pool: NodePool, context: Con
     if unknown:
         models = (context.catalog.resolve(name) for name in context.catalog.suggest(unknown[0]))
         suggestions = list(dict.fromkeys(m.product_label for m in models if m is not None))
-        return f": no GPU reports {PRODUCT_LABEL}={unknown[0]}" + (
+        return f": no GPU reports {GFD_PRODUCT_LABEL}={unknown[0]}" + (
             f" (real values look like {', '.join(suggestions)})" if suggestions else ""
         )
     return ""
