@@ -92,9 +92,7 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
             if result.valid:
                 continue
             nearest = nearest_valid_layouts(model.mig, layout)
-            hint = (
-                "valid layouts close to this one: " + "; ".join(layout_text(n) for n in nearest) if nearest else None
-            )
+            hint = "valid layouts close to this one: " + "; ".join(layout_text(n) for n in nearest) if nearest else None
             yield ctx.error(
                 MIG_LAYOUT_IMPOSSIBLE,
                 group.path,
