@@ -127,13 +127,14 @@ def test_text_output_states_layouts_bound_optimality_and_baseline(tmp_path: Path
     assert run("recommend", str(path)) == (code, out)  # deterministic
 
 
-def test_first_fit_decreasing_needs_more_where_the_solver_packs_better(tmp_path: Path) -> None:
-    # Per node: 1 x 4g.40gb and 3 x 1g.20gb... first fit puts the 1g.20gb beside the 4g.40gb (memory 4+2=6 of 8,
-    # compute 5 of 7) and cannot add a second 20 GB slice with it in placement, so it opens more GPUs than needed.
-    workloads = workload("big", 2, "{profile: 4g.40gb}") + workload("small", 6, "{memory: 20Gi}")
-    pool = solved(tmp_path, blueprint(workloads, gpus=2, max_nodes=8))
-    assert pool["optimal"] is True
-    assert pool["firstFitDecreasingGpus"] >= pool["gpus"]
+def test_first_fit_decreasing_needs_twice_the_gpus_where_the_solver_pairs_slices(tmp_path: Path) -> None:
+    # Largest first, first fit puts both 3g.40gb on GPU 0 ({3g.40gb: 2}), then GPU 1 holds only three 2g.20gb: the
+    # fourth opens a second node. Cut {3g.40gb: 1, 2g.20gb: 2} on both GPUs, one node holds it all.
+    workloads = workload("large", 2, "{profile: 3g.40gb}") + workload("medium", 4, "{profile: 2g.20gb}")
+    pool = solved(tmp_path, blueprint(workloads, gpus=2))
+    assert pool["groups"] == [{"devices": [0, 1], "layout": {"3g.40gb": 1, "2g.20gb": 2}}]
+    assert pool["gpus"] == 2 and pool["optimal"] is True
+    assert pool["firstFitDecreasingGpus"] == 4
 
 
 def test_validate_accepts_auto_and_compile_refuses_it_with_the_strict_diagnostic(tmp_path: Path) -> None:
