@@ -214,3 +214,63 @@ def test_the_example_blueprint_is_recommended_written_and_placed(tmp_path: Path)
     assert run("compile", str(copy), "-d", str(tmp_path / "out"))[0] == 0
     code, simulated = run("simulate", str(copy))
     assert code == 0 and "placed" in simulated and "unplaced" not in simulated.lower()
+
+
+def test_time_sliced_instances_each_hold_replicas_pods(tmp_path: Path) -> None:
+    text = blueprint(HAND).replace(
+        "          layout: auto   # left to gpustack recommend\n",
+        "          layout: auto   # left to gpustack recommend\n          timeSlicing: {replicas: 2}\n",
+    )
+    pool = solved(tmp_path, text)
+    units = {u["unit"]: u["neededPerNode"] for u in pool["units"]}
+    assert pool["gpus"] == 1 and units == {"1g.10gb": 2, "3g.40gb": 1}  # 4 pods on 2 slices, 2 pods on 1
+
+
+def test_single_strategy_gets_one_profile_per_layout(tmp_path: Path) -> None:
+    workloads = workload("embed", 9, "{memory: 8Gi}")
+    pool = solved(tmp_path, blueprint(workloads, strategy="single"))
+    assert pool["groups"] == [{"devices": [0], "layout": {"1g.10gb": 7}}] and pool["gpus"] == 2
+
+
+def test_single_strategy_with_two_profiles_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint(HAND, strategy="single"), encoding="utf-8")
+    code, out = run("recommend", str(path))
+    assert code == 1 and f"error[{RECOMMEND_NO_FIT}]" in out and "together: 1g.10gb" in out
+
+
+def test_a_static_pool_is_refused_at_its_node_list(tmp_path: Path) -> None:
+    text = blueprint(HAND).replace(
+        "      selector:\n        matchLabels: {cloud.google.com/gke-nodepool: pool}\n      minNodes: 0\n"
+        "      maxNodes: 8\n",
+        "      nodes: [n1]\n",
+    )
+    path = tmp_path / "bp.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, out = run("recommend", str(path))
+    assert code == 1
+    assert f"{path}:14:14: error[{RECOMMEND_NO_FIT}]: pool 'pool' cannot hold its demand on 1 node(s)" in out
+    assert "it would take 2 node(s)" in out
+
+
+def test_a_pool_asking_only_whole_gpus_has_nothing_to_cut(tmp_path: Path) -> None:
+    path = tmp_path / "bp.yaml"
+    path.write_text(blueprint(workload("train", 2, "{count: 1}", "Job")), encoding="utf-8")
+    code, out = run("recommend", str(path), "-o", "json")
+    assert code == 1
+    (found,) = json.loads(out)["files"][0]["diagnostics"]
+    assert found["code"] == RECOMMEND_NO_FIT and "asks only for whole GPUs" in found["message"]
+
+
+def test_validate_of_an_auto_pool_never_loads_the_solver() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from gpustack.cli import main\n"
+        "try:\n    main(['validate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+        "assert not any(m.startswith('ortools') for m in sys.modules), 'ortools loaded'\n"
+    )
+    case = CASES / "invalid" / "mig-layout-auto.yaml"
+    done = subprocess.run([sys.executable, "-c", script, str(case)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

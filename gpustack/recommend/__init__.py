@@ -66,6 +66,9 @@ def recommend(ctx: Context) -> tuple[tuple[Recommendation, ...], tuple[Diagnosti
     found: list[Recommendation] = []
     refused: list[Diagnostic] = []
     for demand in auto_pools(ctx):
+        if not any(need.unit != WHOLE for need in demand.needs):
+            refused.append(_nothing_to_cut(ctx, demand))
+            continue
         search = solve(demand)
         if search.solution is not None:
             found.append(Recommendation(demand, search))
@@ -98,6 +101,18 @@ def _no_fit(ctx: Context, demand: PoolDemand) -> Diagnostic:
         f"pool '{pool.name}' cannot hold its demand on {demand.max_nodes} node(s) of {per_node} "
         f"({demand.model_key}) under any MIG layouts: {what}{takes}",
         "raise maxNodes (or count, or list more nodes), give nodes more GPUs, or lower the replicas or quotas named",
+    )
+
+
+def _nothing_to_cut(ctx: Context, demand: PoolDemand) -> Diagnostic:
+    """MIG with every GPU whole is no MIG at all (GS303 would refuse it): say so before choosing anything."""
+    asked = "asks only for whole GPUs" if demand.needs else "asks for nothing"
+    return ctx.error(
+        RECOMMEND_NO_FIT,
+        demand.layout_path,
+        f"pool '{demand.pool.name}' has no MIG layout to choose: no workload or quota on it asks for a MIG instance "
+        f"(its demand {asked})",
+        "use sharing.strategy: none for whole GPUs, or place the workloads that want MIG slices on this pool",
     )
 
 
