@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("gpustack.commands.import_", "Infer a blueprint from a cluster snapshot (kubectl get -o yaml)."),
     "drift": ("gpustack.commands.drift", "Compare a blueprint with a cluster snapshot, node by node."),
     "recommend": ("gpustack.commands.recommend", "Choose MIG layouts for layout: auto pools on the fewest GPUs."),
+    "fleet": ("gpustack.commands.fleet", "Compile, review and check a fleet of clusters (Argo CD or Flux)."),
 }
 EXIT_INTERNAL = 3
 

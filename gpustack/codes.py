@@ -18,6 +18,11 @@ SNAPSHOT_MALFORMED = "GS020"
 SNAPSHOT_UNKNOWN_PRODUCT = "GS021"
 SNAPSHOT_NO_PRODUCT_LABEL = "GS022"
 SNAPSHOT_MIG_UNREADABLE = "GS023"
+FLEET_FILE_UNREADABLE = "GS030"
+FLEET_CLUSTER_NAME = "GS031"
+FLEET_CLUSTER_SOURCE = "GS032"
+FLEET_SNAPSHOT_MISSING = "GS033"
+FLEET_OVERLAY_OWNED = "GS034"
 UNKNOWN_FIELD = "GS101"
 MISSING_FIELD = "GS102"
 WRONG_TYPE = "GS103"
@@ -111,6 +116,12 @@ CODES: dict[str, str] = {
     SNAPSHOT_UNKNOWN_PRODUCT: "a node's GPU product is not in the catalog",
     SNAPSHOT_NO_PRODUCT_LABEL: "a GPU node without a nvidia.com/gpu.product label",
     SNAPSHOT_MIG_UNREADABLE: "a node's MIG layout cannot be read from the snapshot",
+    # fleets (gpustack.fleet)
+    FLEET_FILE_UNREADABLE: "a file the fleet names cannot be read or lies outside the fleet's folder",
+    FLEET_CLUSTER_NAME: "two clusters of a fleet share a name, or a cluster takes a reserved name",
+    FLEET_CLUSTER_SOURCE: "a cluster's blueprint is not said exactly once",
+    FLEET_SNAPSHOT_MISSING: "no snapshot for a cluster of the fleet",
+    FLEET_OVERLAY_OWNED: "an overlay sets what the fleet owns",
     # shape (gpustack.schema)
     UNKNOWN_FIELD: "unknown field",
     MISSING_FIELD: "missing required field",
@@ -573,6 +584,34 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "ConfigMap that says which GPU holds what, so `import` leaves the pool out.",
         "Include the MIG manager's ConfigMap in the snapshot (`kubectl get cm -n gpu-operator -o yaml`), or write "
         "the pool's `mig.groups` by hand.",
+    ),
+    FLEET_FILE_UNREADABLE: (
+        "The fleet's base, a cluster's overlay or a cluster's blueprint cannot be read (missing, not a regular file, "
+        "too large), or its path leaves the fleet file's folder (absolute, '..', a symlink out of it). A fleet reads "
+        "only files beside it, so a fleet file from a pull request cannot copy another team's files into its output.",
+        "Check the path (it is relative to the fleet file's folder); move or copy the file next to the fleet file.",
+    ),
+    FLEET_CLUSTER_NAME: (
+        "Two clusters have the same name, or a cluster is named `delivery`. A cluster's name is its output folder "
+        "and part of its delivery objects' names, so it must be unique; `delivery/` holds the Argo CD or Flux objects.",
+        "Rename one of the clusters.",
+    ),
+    FLEET_CLUSTER_SOURCE: (
+        "A cluster names both a `blueprint` and an `overlay`, or has an overlay (or nothing) while the fleet has no "
+        "`base`, or its overlay is not a mapping.",
+        "Give a cluster either a whole `blueprint`, or an `overlay` on the fleet's `base` (a mapping shaped like a "
+        "part of a blueprint).",
+    ),
+    FLEET_SNAPSHOT_MISSING: (
+        "`gpustack fleet drift` found no `CLUSTER.yaml` in the snapshot folder for a cluster of the fleet, so its "
+        "drift is unknown.",
+        "Save each cluster's snapshot as SNAPSHOT-DIR/CLUSTER.yaml (`kubectl get nodes,pods,resourcequotas,namespaces "
+        "-A -o yaml`).",
+    ),
+    FLEET_OVERLAY_OWNED: (
+        "An overlay sets `apiVersion`, `kind` or `metadata.name`. The fleet owns them: every cluster's blueprint "
+        "is the base's kind and version, named after the cluster.",
+        "Remove the field from the overlay; rename the cluster in the fleet file instead.",
     ),
     CORDONED_NOT_IN_POOL: (
         "A pool's `cordoned` list names a node that is not in the pool's `nodes`.",

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from jsonschema import ValidationError
+from jsonschema.protocols import Validator
 
 from gpustack import schema_words as words
 from gpustack.codes import (
@@ -82,12 +83,14 @@ _RANGE_KEYWORDS = frozenset(
 )
 
 
-def check_shape(doc: Document) -> list[Diagnostic]:
-    """Every shape error in the document, sorted by position; [] when the shape is right."""
+def check_shape(doc: Document, validator: Validator | None = None) -> list[Diagnostic]:
+    """Every shape error in the document, sorted by position; [] when the shape is right.
+
+    `validator`: another schema's (a fleet file's), worded the same way; the blueprint's by default."""
     # A list or mapping over its bound is cut to it first (reported once), so jsonschema never walks the thousands
     # of entries a blueprint cannot have: at most a bound's worth of each is checked, and worded as before.
-    data, overflows = within_bounds(doc.data, MAX_ENTRIES)
-    errors = list(shape_validator().iter_errors(data))
+    data, overflows = within_bounds(doc.data, MAX_ENTRIES, guided=validator is None)
+    errors = list((validator or shape_validator()).iter_errors(data))
     # `efect: NoSchedule` is one mistake, not two: the unknown-field error's did-you-mean already
     # covers the "missing effect" that the same typo causes.
     typos = frozenset(fix for error in errors for fix in _typo_fixes(error))

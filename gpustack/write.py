@@ -49,8 +49,12 @@ def _refuse(out_dir: str | os.PathLike[str], message: str, hint: str) -> Diagnos
 
 def render_output(plan: Plan) -> dict[str, str]:
     """Every file of the output folder, the manifest of written files included."""
-    files = render_files(plan)
-    files[MANIFEST] = MANIFEST_HEADER + "".join(f"{name}\n" for name in sorted(files))
+    return with_manifest(render_files(plan))
+
+
+def with_manifest(files: dict[str, str]) -> dict[str, str]:
+    """The files of an output folder plus the manifest that lists them (what makes the folder gpustack's)."""
+    files = {**files, MANIFEST: MANIFEST_HEADER + "".join(f"{name}\n" for name in sorted(files))}
     return dict(sorted(files.items()))
 
 
@@ -243,9 +247,14 @@ def write_directory(plan: Plan, out_dir: str | os.PathLike[str], inputs: Iterabl
     `inputs` are the files the plan was compiled from (the blueprint, its templates): a folder holding one of them
     is never replaced.
     """
+    return write_files(render_output(plan), out_dir, inputs)
+
+
+def write_files(files: dict[str, str], out_dir: str | os.PathLike[str], inputs: Iterable[Path] = ()) -> list[str]:
+    """write_directory for files already rendered, the manifest among them (`with_manifest`): a fleet's clusters are
+    rendered in worker processes, and its delivery objects are no Plan."""
     shown = str(out_dir)
     target = resolve_target(out_dir)
-    files = render_output(plan)
     check_replaceable(target, files, inputs, shown)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -377,7 +386,11 @@ def stale_files(plan: Plan, out_dir: str | os.PathLike[str]) -> list[str]:
 
     What gpustack did not write is named up to UNEXPECTED_LISTED times, then counted in one last line: a folder of
     someone else's files must not fill a CI log."""
-    expected = render_output(plan)
+    return stale_rendered(render_output(plan), out_dir)
+
+
+def stale_rendered(expected: dict[str, str], out_dir: str | os.PathLike[str]) -> list[str]:
+    """stale_files for files already rendered, the manifest among them (`with_manifest`)."""
     target = _real_folder(out_dir)
     try:
         if target.exists() and not target.is_dir():

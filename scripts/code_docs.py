@@ -34,6 +34,7 @@ STAGES = {
         "reading a cluster snapshot (`import`, `drift`, `simulate --cluster`)",
         "gpustack/cluster/snapshot.py, gpustack/cluster/importer.py",
     ),
+    "03": ("reading a fleet file (`gpustack fleet`)", "gpustack/fleet/, gpustack/data/fleet.schema.json"),
     "1": ("the blueprint's shape (JSON Schema)", "gpustack/schema.py, gpustack/data/blueprint.schema.json"),
     "2": ("names and references", "gpustack/checks/references.py"),
     "3": ("hardware", "gpustack/checks/hardware.py"),
@@ -99,6 +100,39 @@ def _made_examples() -> Iterator[tuple[str, str, str, str]]:
     yield from _unsafe_word_example()
     yield from _import_examples()
     yield from _left_out_example()
+    yield from _fleet_examples()
+
+
+def _fleet_examples() -> Iterator[tuple[str, str, str, str]]:
+    """GS030-GS034 come from `gpustack fleet`: the fleet files under tests/cases/fleet, and GS033 from `fleet drift`
+    of the example fleet with no snapshots."""
+    from gpustack.fleet.drift import fleet_drift
+    from gpustack.fleet.reading import read_fleet
+    from gpustack.fleet.resolve import resolve_cluster
+
+    def lines(diagnostic: Diagnostic) -> dict[str, list[str]]:
+        files = {span.file for span in (diagnostic.span, *diagnostic.related) if span is not None}
+        return {file: (REPO / file).read_text(encoding="utf-8").splitlines() for file in files}
+
+    for case in sorted((REPO / "tests" / "cases" / "fleet").glob("*.yaml")):
+        if "\nkind: Fleet\n" not in case.read_text(encoding="utf-8"):
+            continue  # the cases' base blueprint
+        file = case.relative_to(REPO).as_posix()
+        read = read_fleet(file)
+        found = list(read.diagnostics)
+        if read.ok and read.fleet is not None and read.document is not None:
+            for cluster in read.fleet.clusters:
+                found += resolve_cluster(read.fleet, read.document, cluster).validation.diagnostics
+        for diagnostic in found:
+            yield diagnostic.code, "", f"fleet compile {file} -d out", _shown(diagnostic, lines(diagnostic))
+    example = "blueprints/fleet/fleet.yaml"
+    read = read_fleet(example)
+    assert read.fleet is not None and read.document is not None
+    with tempfile.TemporaryDirectory() as folder:
+        for entry in fleet_drift(read.fleet, read.document, Path(folder)):
+            for diagnostic in entry.diagnostics:
+                shown = _shown(diagnostic, lines(diagnostic)).replace(folder, "snapshots")
+                yield diagnostic.code, "", f"fleet drift {example} snapshots", shown
 
 
 def _left_out_example() -> Iterator[tuple[str, str, str, str]]:
