@@ -274,3 +274,22 @@ def test_validate_of_an_auto_pool_never_loads_the_solver() -> None:
     case = CASES / "invalid" / "mig-layout-auto.yaml"
     done = subprocess.run([sys.executable, "-c", script, str(case)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_write_into_a_flow_mapping_with_crlf_lines_keeps_both(tmp_path: Path) -> None:
+    text = blueprint(HAND, gpus=4).replace(
+        "      sharing:\n        strategy: mig\n        mig:\n          strategy: mixed\n"
+        "          layout: auto   # left to gpustack recommend\n",
+        "      sharing: {strategy: mig, mig: {strategy: mixed, layout: auto}}  # flow style\n",
+    )
+    text += workload("train", 1, "{count: 2}", "Job")
+    path = tmp_path / "bp.yaml"
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    assert run("recommend", str(path), "--write")[0] == 0
+    written = path.read_bytes().decode("utf-8")
+    assert "\n" not in written.replace("\r\n", "")
+    assert (
+        "      sharing: {strategy: mig, mig: {strategy: mixed, groups: [{devices: [0, 1], layout: {3g.40gb: 1, "
+        "1g.10gb: 4}}, {devices: [2, 3], whole: true}]}}  # flow style\r\n" in written
+    )
+    assert validate_path(path).diagnostics == ()

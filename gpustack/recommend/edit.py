@@ -20,6 +20,7 @@ COMMENT = "# "
 def rewritten(document: Document, recommendations: Sequence[Recommendation]) -> str:
     """The document's text with each recommendation written over its pool's `auto`."""
     text = document.text
+    newline = "\r\n" if "\r\n" in text else "\n"  # the comment line ends as the file's lines do
     starts = _line_starts(text)
     edits: list[tuple[int, int, str]] = []  # (start offset, end offset, replacement)
     for r in recommendations:
@@ -32,7 +33,7 @@ def rewritten(document: Document, recommendations: Sequence[Recommendation]) -> 
         edits.append((begin, _offset(starts, value.end), replacement))
         line_start = starts[key.start.line - 1]
         indent = text[line_start : line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" "))]
-        edits.append((line_start, line_start, f"{indent}{COMMENT}{provenance(r)}\n"))
+        edits.append((line_start, line_start, f"{indent}{COMMENT}{provenance(r)}{newline}"))
     # From the end backwards, so earlier offsets stay where they were; an insertion before a replacement on its line.
     for begin, end, replacement in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         text = text[:begin] + replacement + text[end:]

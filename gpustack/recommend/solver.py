@@ -215,16 +215,28 @@ def _search(demand: PoolDemand, columns: tuple[Column, ...], start: int, most: i
         misses += 1
         if misses == 4 and n < most:
             # Feasibility only grows with n: find the smallest feasible n left by bisection, then solve it.
-            found = _first(n + 1, most, lambda k: _node_cut(demand, columns, k, feasibility=True)[1] is not None)
-            if found is None:
-                return None
-            _, cut, stranded, optimal = _node_cut(demand, columns, found)
-            if cut is None:
-                return None
-            # Bisection's misses were CP-SAT proofs too, unless a solve ran out of time (then not proven).
-            return Solution(found, cut, tuple(share(demand, found).items()), stranded, proven, optimal)
+            return _bisect(demand, columns, n + 1, most, proven)
         n += 1
     return None
+
+
+def _bisect(demand: PoolDemand, columns: tuple[Column, ...], low: int, most: int, proven: bool) -> Solution | None:
+    undecided: list[int] = []  # counts a solve ran out of time on: below the answer, the answer is not proven
+
+    def fits(k: int) -> bool:
+        infeasible, cut, _, _ = _node_cut(demand, columns, k, feasibility=True)
+        if cut is None and not infeasible:
+            undecided.append(k)
+        return cut is not None
+
+    found = _first(low, most, fits)
+    if found is None:
+        return None
+    _, cut, stranded, optimal = _node_cut(demand, columns, found)
+    if cut is None:
+        return None
+    proven = proven and not any(k < found for k in undecided)
+    return Solution(found, cut, tuple(share(demand, found).items()), stranded, proven, optimal)
 
 
 def _node_cut(
@@ -260,7 +272,7 @@ def _node_cut(
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return status == cp_model.INFEASIBLE, None, 0, True
     chosen = [(int(solver.value(y[i])), columns[i]) for i in range(len(columns)) if solver.value(y[i])]
-    # Largest layouts on the lowest GPU indexes, whole GPUs last: a stable, readable order.
+    # Layouts in a stable order (by their profiles' names and counts) on the lowest GPU indexes, whole GPUs last.
     chosen.sort(key=lambda item: (item[1] == ((WHOLE, 1),), item[1]))
     slices = sum(gpus * _slices(demand.geometry, column) for gpus, column in chosen)
     return False, Cut(tuple(chosen)), slices, status == cp_model.OPTIMAL
