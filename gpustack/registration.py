@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpustack.codes import MIG_LAYOUT_AUTO
 from gpustack.compile import KIND_RANK, WORKLOAD_RANK, compile_blueprint
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, Severity, sort_diagnostics
@@ -163,7 +164,9 @@ def deploy_plan(
     compile reports an error."""
     blueprint = context.blueprint
     plan = compile_blueprint(context)
-    diagnostics = sort_diagnostics([*warnings, *plan.diagnostics])
+    # layout: auto (GS310) warns in validate and stops here, as compile stops on it: no layout nobody chose is applied.
+    refused = (d.as_error() if d.code == MIG_LAYOUT_AUTO else d for d in warnings)
+    diagnostics = sort_diagnostics([*refused, *plan.diagnostics])
     if any(d.severity is Severity.ERROR for d in diagnostics):
         raise InvalidBlueprint(failure_text(blueprint.source, diagnostics, source_line), diagnostics)
     groups: dict[str, list[Object]] = {name: [] for name in GROUPS}

@@ -293,3 +293,26 @@ def test_write_into_a_flow_mapping_with_crlf_lines_keeps_both(tmp_path: Path) ->
         "1g.10gb: 4}}, {devices: [2, 3], whole: true}]}}  # flow style\r\n" in written
     )
     assert validate_path(path).diagnostics == ()
+
+
+def test_deploy_refuses_an_auto_pool_as_compile_does() -> None:
+    import pytest
+
+    from gpustack.registration import InvalidBlueprint, deploy_plan
+
+    result = validate_path(CASES / "invalid" / "mig-layout-auto.yaml")
+    assert result.context is not None and result.ok
+    with pytest.raises(InvalidBlueprint) as refused:
+        deploy_plan(result.context, warnings=result.diagnostics)
+    assert [(d.code, d.severity.value) for d in refused.value.diagnostics] == [(MIG_LAYOUT_AUTO, "error")]
+
+
+def test_review_shows_auto_replaced_and_rollout_refuses_auto_as_the_new_side(tmp_path: Path) -> None:
+    auto, chosen = tmp_path / "auto.yaml", tmp_path / "chosen.yaml"
+    auto.write_text(blueprint(HAND), encoding="utf-8")
+    chosen.write_text(blueprint(HAND), encoding="utf-8")
+    assert run("recommend", str(chosen), "--write")[0] == 0
+    code, review = run("diff", str(auto), str(chosen))
+    assert "sharing.mig.layout: auto -> {3g.40gb: 1, 1g.10gb: 4}" in review
+    code, out = run("rollout", str(chosen), str(auto))
+    assert code != 0 and f"{auto}:22:19: error[{MIG_LAYOUT_AUTO}]" in out and "nothing to plan" in out

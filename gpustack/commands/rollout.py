@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from gpustack.codes import ROLLOUT_UNSAFE_WORD
+from gpustack.codes import MIG_LAYOUT_AUTO, ROLLOUT_UNSAFE_WORD
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import echo_text, stop_if_compile_failed, stop_invalid
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
@@ -42,6 +42,11 @@ def _load(blueprints: tuple[str, ...], base: str | None, output: str) -> tuple[S
         echo_text(f"gpustack rollout: {error}", err=True)
         sys.exit(EXIT_FAILED)
     after = side_from_file(blueprints[-1])
+    auto = after.validation and [d.as_error() for d in after.validation.diagnostics if d.code == MIG_LAYOUT_AUTO]
+    if after.validation is not None and auto:
+        # The new side is what the plan applies: a layout left to `gpustack recommend` is refused, as compile does.
+        refused = dataclasses.replace(after.validation, diagnostics=tuple(auto))
+        stop_invalid([refused], output, "nothing to plan", command="rollout", exit_code=EXIT_FAILED)
     if before.snapshot is None or after.snapshot is None:
         invalid = {s.validation.file: s.validation for s in (before, after) if s.validation and not s.validation.ok}
         stop_invalid(

@@ -90,7 +90,9 @@ def _sharing(fields: Fields, sharing: Sharing) -> None:
     if sharing.mig is not None:
         _put(fields, "sharing.mig.strategy", str(sharing.mig.strategy))
         groups = sharing.mig.groups
-        if len(groups) == 1 and groups[0].devices is None:
+        if sharing.mig.auto:
+            _put(fields, "sharing.mig.layout", "auto")  # as written: gpustack recommend's to choose
+        elif len(groups) == 1 and groups[0].devices is None:
             _put(fields, "sharing.mig.layout", dict(groups[0].layout))
         else:
             for index, group in enumerate(groups):
