@@ -316,3 +316,23 @@ def test_review_shows_auto_replaced_and_rollout_refuses_auto_as_the_new_side(tmp
     assert "sharing.mig.layout: auto -> {3g.40gb: 1, 1g.10gb: 4}" in review
     code, out = run("rollout", str(chosen), str(auto))
     assert code != 0 and f"{auto}:22:19: error[{MIG_LAYOUT_AUTO}]" in out and "nothing to plan" in out
+
+
+def test_a_fixed_size_pool_gets_the_node_count_and_the_review_shows_the_gpus_freed(tmp_path: Path) -> None:
+    # Hand-written: four single-GPU nodes cut {1g.10gb: 7}. Recommended: the same cut on one node; diff says so.
+    fixed = (
+        "      selector:\n        matchLabels: {cloud.google.com/gke-nodepool: pool}\n      minNodes: 0\n"
+        "      maxNodes: 8\n"
+    )
+    text = blueprint(workload("chat", 6, "{memory: 10Gi}")).replace(
+        fixed, "      selector:\n        matchLabels: {cloud.google.com/gke-nodepool: pool}\n      count: 4  # today\n"
+    )
+    hand, chosen = tmp_path / "hand.yaml", tmp_path / "chosen.yaml"
+    hand.write_text(text.replace("layout: auto", "layout: {1g.10gb: 7}"), encoding="utf-8")
+    chosen.write_text(text, encoding="utf-8")
+    code, out = run("recommend", str(chosen), "--write")
+    assert code == 0 and "nodes: 1, GPUs: 1 (count 4; --write sets it to 1)" in out
+    assert "      count: 1  # today\n" in chosen.read_text(encoding="utf-8")
+    assert validate_path(chosen).diagnostics == ()
+    _, review = run("diff", str(hand), str(chosen))
+    assert "count: 4 -> 1" in review and "4 -> 1 nodes, 4 -> 1 GPUs" in review

@@ -2,7 +2,8 @@
 
 A minimal text edit at the spans the loader recorded (no re-dump), so every other byte, comment and key order
 stays as written: the `auto` value becomes a flow-style layout (or `layout: auto` becomes `groups: [...]` when the
-node's GPUs differ), and a comment line above says where the layouts came from.
+node's GPUs differ), a comment line above says where the layouts came from, and a fixed-size pool's `count`
+becomes the node count chosen.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ def rewritten(document: Document, recommendations: Sequence[Recommendation]) -> 
         line_start = starts[key.start.line - 1]
         indent = text[line_start : line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" "))]
         edits.append((line_start, line_start, f"{indent}{COMMENT}{provenance(r)}{newline}"))
+        count = r.demand.pool.count
+        if count is not None and count != r.nodes:
+            # A fixed-size pool gets the node count too (the GPUs it frees show in `gpustack diff`); an autoscaled
+            # pool grows to it by itself, and a static pool's node names are not gpustack's to pick.
+            span = document.span((*r.demand.pool.path, "count"))
+            assert span.end is not None, "a located scalar has an end"
+            edits.append((_offset(starts, span.start), _offset(starts, span.end), str(r.nodes)))
     # From the end backwards, so earlier offsets stay where they were; an insertion before a replacement on its line.
     for begin, end, replacement in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         text = text[:begin] + replacement + text[end:]

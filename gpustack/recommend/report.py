@@ -76,7 +76,9 @@ def format_text(recommendations: Sequence[Recommendation]) -> str:
         for devices, layout in r.groups():
             what = "whole (MIG off)" if layout is None else layout_text(layout)
             lines.append(f"  GPU {index_ranges(devices)} of each node: {what}")
-        lines.append(f"  nodes: {r.nodes}, GPUs: {r.gpus}")
+        count = pool.count
+        resize = f" (count {count}; --write sets it to {r.nodes})" if count is not None and count != r.nodes else ""
+        lines.append(f"  nodes: {r.nodes}, GPUs: {r.gpus}{resize}")
         lines.append(f"  lower bound: {r.bound_gpus} GPU(s) ({_bound_words(r)})")
         lines.append(f"  optimal: {_proof_words(r)}")
         if r.baseline_gpus is None:
