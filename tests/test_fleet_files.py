@@ -214,3 +214,13 @@ def test_a_delivery_folder_holding_user_files_is_never_replaced(tmp_path: Path) 
     assert code == 1 and "delivery: is not empty and was not written by gpustack" in stderr
     assert (out / "delivery" / "app-of-apps.yaml").read_text() == "mine\n"
     assert sorted(p.name for p in out.iterdir()) == ["delivery"]  # refused before any cluster was written
+
+
+def test_a_base_warning_is_shown_once_naming_every_cluster(folder: Path, tmp_path: Path) -> None:
+    base = folder / "base.yaml"
+    base.write_text(base.read_text().replace("l4: {gpu: 8}", "l4: {gpu: 9}"))
+    clusters = "".join(f"    - {{name: c{i}, overlay: {{spec: {{}}}}}}\n" for i in range(7))
+    code, _, stderr = run("fleet", "compile", fleet_with(folder, clusters), "-d", str(tmp_path / "out"))
+    assert code == 0
+    assert stderr.count("warning[GS501]") == 1
+    assert "warning[GS501]: clusters 'c0', 'c1', 'c2', 'c3', 'c4' and 2 more: tenant 'ml' may use 9" in stderr

@@ -42,7 +42,11 @@ def stop_clusters(path: str, diagnostics: list[Diagnostic], output: str, outcome
 
 
 def _by_file(path: str, diagnostics: list[Diagnostic]) -> list[Validation]:
-    """Diagnostics grouped under the file each is in (the fleet file for those without a place)."""
+    """Diagnostics grouped under the file each is in (the fleet file for those without a place); one raised alike in
+    many clusters (the base's) once, naming them."""
+    from gpustack.fleet.resolve import collapse_repeats
+
+    diagnostics = collapse_repeats(diagnostics)
     files = sorted({d.span.file for d in diagnostics if d.span is not None} | {path})
     by_file = {file: tuple(d for d in diagnostics if (d.span.file if d.span else path) == file) for file in files}
     return [Validation(file, None, None, found) for file, found in by_file.items() if found]
@@ -71,7 +75,7 @@ def compile_command(fleet: str, out_dir: str, check: bool, jobs: int | None) -> 
         stop_clusters(fleet, failed, "text", NOTHING_WRITTEN)
     warnings = [d for outcome in outcomes for d in outcome.diagnostics]
     if warnings:
-        echo_diagnostics([Validation(fleet, None, None, tuple(warnings))])
+        echo_diagnostics(_by_file(fleet, warnings))
     if not check:
         try:
             write_delivery(model, out_dir, check=False, dry_run=True)  # refused before any cluster is written

@@ -10,6 +10,7 @@ line and points at the overlay's lines too. Every message names its cluster: the
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -202,3 +203,31 @@ def _relocate(diagnostic: Diagnostic, origins: Origins, base: Document) -> Diagn
 
 def _span(document: Document, at: tuple[str | int, ...]) -> Span:
     return document.span(at, key=at in document.key_positions)
+
+
+NAMES_SHOWN = 5
+_PREFIX = re.compile(r"^cluster '([a-z0-9-]+)': ")
+
+
+def collapse_repeats(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """A diagnostic of the shared base, raised alike in many clusters, shown once naming them all: a warning in
+    the base would otherwise repeat once per cluster (100 times in a fleet of 100)."""
+    groups: dict[tuple[object, ...], tuple[Diagnostic, list[str]]] = {}
+    for diagnostic in diagnostics:
+        found = _PREFIX.match(diagnostic.message)
+        if found is None:
+            groups[(id(diagnostic),)] = (diagnostic, [])
+            continue
+        rest = diagnostic.message[found.end() :]
+        key = (diagnostic.code, diagnostic.severity, diagnostic.span, diagnostic.path, rest, diagnostic.related)
+        groups.setdefault(key, (dataclasses.replace(diagnostic, message=rest), []))[1].append(found[1])
+    collapsed = []
+    for diagnostic, names in groups.values():
+        if not names:
+            collapsed.append(diagnostic)
+            continue
+        shown = ", ".join(f"'{name}'" for name in names[:NAMES_SHOWN])
+        more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+        who = f"cluster {shown}" if len(names) == 1 else f"clusters {shown}{more}"
+        collapsed.append(dataclasses.replace(diagnostic, message=f"{who}: {diagnostic.message}"))
+    return collapsed

@@ -21,13 +21,15 @@ from gpustack.fleet.reading import CONFINED_HINT, FleetRead, fleet_from_document
 from gpustack.fleet.resolve import ResolvedCluster, resolve_cluster
 from gpustack.load import MAX_BYTES, Document, parse_document
 from gpustack.review.loading import revision_templates
-from gpustack.review.report import RENDERERS
+from gpustack.review.report import COMMENT_MARKER, RENDERERS
 from gpustack.review.review import Review, review_change
 from gpustack.review.revision import Revision, TooLarge, open_revision
 from gpustack.review.snapshot import Snapshot, empty_snapshot
 from gpustack.validation import ReadTemplate, confined_template
 
 API_VERSION = "gpustack.io/v1alpha1"
+REVIEW_MARKER = COMMENT_MARKER + "\n"
+FLEET_MARKER = "<!-- gpustack-fleet-review -->"
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,7 @@ def _cell(text: str) -> str:
 
 def render_markdown(review: FleetReview) -> str:
     lines = [
+        FLEET_MARKER,
         f"## Fleet review: `{_cell(review.fleet)}` against `{_cell(review.revision)}`",
         "",
         _cell(_reach_line(review)) + ".",
@@ -240,7 +243,8 @@ def render_markdown(review: FleetReview) -> str:
     lines += [f"| {_cell(model)} | {old} | {new} | {new - old:+d} |" for model, old, new in _capacity_rows(review)]
     for cluster in review.clusters:
         if cluster.review.changed:
-            body = RENDERERS["markdown"](cluster.review).rstrip("\n")
+            # One marker for the whole comment (a bot finds and updates it by the marker), not one per cluster.
+            body = RENDERERS["markdown"](cluster.review).replace(REVIEW_MARKER, "").strip("\n")
             lines += ["", f"<details><summary>cluster {cluster.name}</summary>", "", body, "", "</details>"]
     return "\n".join(lines) + "\n"
 
