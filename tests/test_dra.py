@@ -595,7 +595,7 @@ def test_simulate_refuses_claims_beyond_the_pools_devices_in_the_schedulers_word
     data = simulate_json(tmp_path, text)
     [pending] = data["pending"]
     assert pending["pod"] == "embedder-16"
-    assert pending["message"] == (
+    assert data["messages"][pending["messageIndex"]] == (
         "0/5 nodes are available: 1 cannot allocate all claims, 4 node(s) had untolerated taint(s). "
         "still not schedulable, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     )

@@ -48,14 +48,17 @@ def test_case(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == expected["exit"], result.output
     placed = {p["pod"]: p["node"] for w in report["workloads"] for p in w["placements"]}
     assert placed == (expected.get("placements") or {})
-    assert [(p["pod"], p["event"], p["message"]) for p in report["pending"]] == [
+    # SimulationReport v1alpha2: a pending pod names its message and hint by index (docs/json-output.md).
+    messages, hints = report["messages"], report["hints"]
+    assert [(p["pod"], p["event"], messages[p["messageIndex"]]) for p in report["pending"]] == [
         (p["pod"], p["event"], p["message"]) for p in expected.get("pending") or []
     ]
     for got, want in zip(report["pending"], expected.get("pending") or [], strict=True):
+        hint = hints[got["hintIndex"]] if got["hintIndex"] is not None else None
         if "hint" in want:
-            assert want["hint"] in got["hint"]["message"]
+            assert hint is not None and want["hint"] in hint["message"]
         if "at" in want:
-            assert f"{got['hint']['file']}:{got['hint']['line']}:{got['hint']['column']}" == want["at"]
+            assert hint is not None and f"{hint['file']}:{hint['line']}:{hint['column']}" == want["at"]
     if "gangs" in expected:
         assert [g["message"] for g in report["gangs"]] == expected["gangs"]
 

@@ -52,7 +52,8 @@ def test_pending_pods_exit_one_with_message_and_hint() -> None:
 def test_kubernetes_version_option_changes_the_wording() -> None:
     blueprint = str(CASES / "seed-opening-1.33" / "blueprint.yaml")
     _, out, _ = run("simulate", blueprint, "--kubernetes-version", "1.35", "-O", "json")
-    assert json.loads(out)["pending"][0]["message"].count("no new claims to deallocate") == 1
+    data = json.loads(out)
+    assert data["messages"][data["pending"][0]["messageIndex"]].count("no new claims to deallocate") == 1
 
 
 @pytest.mark.parametrize("version", ["2.0", "1.x", "latest"])

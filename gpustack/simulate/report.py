@@ -1,4 +1,11 @@
-"""The simulation as data (for `--output json`) and as text: placements, utilisation, quota, pending pods."""
+"""The simulation as data (for `--output json`) and as text: placements, utilisation, quota, pending pods.
+
+`report_data` holds every pending pod's message and hint in place, for the text report (which groups runs of
+pods that share them). `--output json` writes each distinct message and hint once instead (`json_shape`): at
+1,000 pools every pending pod's FailedScheduling message names each pool's taint, and written out per pod they
+made a 60 MB document. That is a change of the document's keys, so it is SimulationReport `gpustack.io/v1alpha2`
+(docs/json-output.md).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ import jinja2
 
 from gpustack.collector import paused
 from gpustack.diagnostic import JsonPath, Span, format_json_path
-from gpustack.jsondoc import dump_document
+from gpustack.escapes import json_safe
 from gpustack.simulate import Simulation
 from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
 from gpustack.simulate.pods import PODS
@@ -179,8 +186,54 @@ def _pending(
     }
 
 
+# v1alpha2: pending pods name their message and hint by index into the top-level `messages` and `hints` lists.
+API_VERSION = "gpustack.io/v1alpha2"
+
+
+def json_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """The report as `--output json` writes it: each distinct pending message and hint once, referenced by index.
+
+    A pending pod's `messageIndex` is its message's place in `messages`, its `hintIndex` its hint's place in `hints`
+    (null for none); both lists are in order of first use, so the same input gives the same document."""
+    messages: dict[str, int] = {}
+    hints: dict[tuple[Any, ...], int] = {}
+    hint_list: list[dict[str, Any]] = []
+    pending = []
+    for item in data["pending"]:
+        hint = item["hint"]
+        hint_index = None
+        if hint is not None:
+            key = tuple(hint.values())
+            hint_index = hints.get(key)
+            if hint_index is None:
+                hint_index = hints[key] = len(hint_list)
+                hint_list.append(hint)
+        pending.append(
+            {
+                "pod": item["pod"],
+                "namespace": item["namespace"],
+                "workload": item["workload"],
+                "event": item["event"],
+                "messageIndex": messages.setdefault(item["message"], len(messages)),
+                "hintIndex": hint_index,
+            }
+        )
+    shaped = {key: value for key, value in data.items() if key not in ("pending", "preempted", "nominated", "skipped")}
+    return {
+        **shaped,
+        "messages": list(messages),
+        "hints": hint_list,
+        "pending": pending,
+        "preempted": data["preempted"],
+        "nominated": data["nominated"],
+        "skipped": data["skipped"],
+    }
+
+
 def format_json(data: dict[str, Any]) -> str:
-    return dump_document("SimulationReport", data)
+    """The SimulationReport document: `apiVersion` and `kind` first, then `json_shape(data)` (see jsondoc.py)."""
+    document = {"apiVersion": API_VERSION, "kind": "SimulationReport", **json_shape(data)}
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _template() -> jinja2.Template:
