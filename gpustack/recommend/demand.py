@@ -25,7 +25,7 @@ class Need:
 
     unit: str
     pods: tuple[int, ...]  # units each pod requests, largest first (a pod cannot span nodes)
-    quota: int  # the largest quota any tenant holds of it on the pool (capacity must reach it: GS401's rule)
+    quota: int  # the largest quota any tenant holds of it on the pool (capacity must reach it, else GS501 warns)
     named: bool  # a quota names it, so the pool must advertise it even at quota 0
     workloads: tuple[str, ...]  # who asks, for messages
 
