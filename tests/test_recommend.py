@@ -336,3 +336,24 @@ def test_a_fixed_size_pool_gets_the_node_count_and_the_review_shows_the_gpus_fre
     assert validate_path(chosen).diagnostics == ()
     _, review = run("diff", str(hand), str(chosen))
     assert "count: 4 -> 1" in review and "4 -> 1 nodes, 4 -> 1 GPUs" in review
+
+
+def test_without_the_solver_recommend_says_which_extra_to_install(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # A module finder that refuses ortools, as a plain `pip install gpustack` leaves it missing.
+    script = (
+        "import sys\n"
+        "class Missing:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'ortools':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        "from gpustack.cli import main\n"
+        "main(['recommend', sys.argv[1]])\n"
+    )
+    case = CASES / "invalid" / "mig-layout-auto.yaml"
+    done = subprocess.run([sys.executable, "-c", script, str(case)], capture_output=True, text=True, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'gpustack[recommend]'" in done.stderr and "Traceback" not in done.stderr

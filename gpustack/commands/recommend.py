@@ -6,6 +6,7 @@ import dataclasses
 import os
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,10 +15,12 @@ from gpustack.commands.options import output_option
 from gpustack.commands.reporting import echo_text, stop_invalid
 from gpustack.diagnostic import Severity
 from gpustack.jsondoc import dump_document
-from gpustack.recommend import Recommendation, recommend
-from gpustack.recommend.edit import rewritten
-from gpustack.recommend.report import as_data, format_text
 from gpustack.validation import Validation, validate_path
+
+if TYPE_CHECKING:
+    from gpustack.recommend import Recommendation
+
+EXTRA = "pip install 'gpustack[recommend]'"
 
 
 @click.command(name="recommend")
@@ -36,6 +39,15 @@ def command(blueprint: str, write: bool, output: str) -> None:
     memory, then fewest distinct layouts), and what first-fit-decreasing would need. Exit 0; 1 when the blueprint
     is invalid or a pool's demand fits no layouts within its nodes (GS311); 2 on usage errors.
     """
+    try:
+        from gpustack.recommend import recommend
+        from gpustack.recommend.report import as_data, format_text
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("ortools"):
+            raise
+        # The solver is an optional extra: say how to get it rather than fail with a traceback.
+        click.echo(f"gpustack recommend needs OR-Tools, the solver it uses: {EXTRA}", err=True)
+        sys.exit(2)
     result = validate_path(blueprint)
     if not result.ok or result.context is None or result.document is None:
         stop_invalid([result], output, "nothing recommended")
@@ -56,6 +68,8 @@ def command(blueprint: str, write: bool, output: str) -> None:
 
 
 def _write(path: str, result: Validation, chosen: tuple[Recommendation, ...]) -> None:
+    from gpustack.recommend.edit import rewritten
+
     assert result.document is not None
     text = rewritten(result.document, chosen)
     # The edit is checked before it replaces anything: it must still validate, with no auto left where it wrote.
