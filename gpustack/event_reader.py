@@ -1,14 +1,26 @@
 """The hardened YAML reader: plain data and packed positions, built from the parser's events.
 
-The YAML is hardened (research: validation-and-yaml.md §4): no anchors, aliases or merge keys, no
-custom tags, no duplicate or non-string keys, and a depth limit. Plain scalars are typed the YAML 1.2
+The YAML is hardened (research: validation-and-yaml.md §4): no merge keys, no custom tags, no duplicate or
+non-string keys, a depth limit, and anchors and aliases only within a budget. Plain scalars are typed the YAML 1.2
 core-schema way, so `yes`, `on`, `NO`, `010`, `22:22` and `2024-01-01` stay the strings the user wrote.
 
+Aliases are everyday YAML (Compose files, CI files, Helm values), and the threat is their expansion, not the
+feature, so the budget is go-yaml v3's (decode.go, `allowedAliasRatio`, the rule the Kubernetes API server's YAML
+decoder inherits): once more than 100 nodes came from aliases and the document has more than 1,000 nodes in all,
+the nodes aliases add may be at most 99% of all nodes (aliases expanding to at most 99 times the document's own
+nodes) up to 400,000 nodes, falling linearly to 10% at 4,000,000. An alias is judged before it is copied, so a
+billion-laughs file is refused at the first alias over budget, in time and memory bounded by the budget. An
+expansion must also keep within the depth limit where it is used.
+
+Merge keys (`<<`) stay refused: YAML 1.2's core schema has none (they were a YAML 1.1 type). Kubernetes' own
+decoder (sigs.k8s.io/yaml, go-yaml underneath) applies them, but which value wins is then invisible in the file;
+an alias of the whole mapping, or the keys written out, says the same thing plainly.
+
 `Builder` builds the data straight from the parser's event stream, in one iterative pass that also
-records where every key and value starts and ends (`gpustack.positions`). No node graph is composed,
-so an alias bomb is refused at its first anchor, deep nesting is refused at the level that breaks the
-limit, and a 5 MB file loads several times faster than with PyYAML's composer. `gpustack.load` is the
-door: it reads the text, checks its encoding and size, and runs this reader.
+records where every key and value starts and ends (`gpustack.positions`). No node graph is composed:
+an alias's value is a copy of its anchor's, located where the alias is used (`alias_marks` keeps where its
+anchor is written, for a note), and a 5 MB file loads several times faster than with PyYAML's composer.
+`gpustack.load` is the door: it reads the text, checks its encoding and size, and runs this reader.
 """
 
 from __future__ import annotations
@@ -25,7 +37,6 @@ from yaml.events import (
     CollectionStartEvent,
     MappingEndEvent,
     MappingStartEvent,
-    NodeEvent,
     ScalarEvent,
     SequenceEndEvent,
     StreamEndEvent,
@@ -196,7 +207,6 @@ class _Pending(enum.Enum):
 
 _NO_KEY: Final = _Pending.NO_KEY
 _BAD_KEY: Final = _Pending.BAD_KEY
-_ALIASED: Final = object()  # stands in for an alias (already reported) so it never counts as a key
 _KIND_OF_VALUE: Final = {
     bool: "bool",
     int: "int",
@@ -211,7 +221,7 @@ class _Frame:
     """A collection being built: its container, its path (None when its content is not
     addressable: inside a key, or under a refused key) and, for a mapping, the pending key."""
 
-    __slots__ = ("container", "flow", "is_list", "key", "path", "start")
+    __slots__ = ("anchor", "container", "flow", "height", "is_list", "key", "nodes_before", "path", "start")
 
     def __init__(
         self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: Mark, flow: bool = False
@@ -222,6 +232,56 @@ class _Frame:
         self.start = start
         self.flow = flow  # a [..] or {..} collection, which ends at its bracket
         self.key: str | _Pending = _NO_KEY
+        self.height = 1  # levels of collections from this one down, itself included
+        self.anchor: str | None = None
+        self.nodes_before = 0  # for an anchored collection: the nodes (own and aliased) read before it
+
+
+class _Anchor:
+    """An anchored value, as an alias copies it: its size in nodes (aliases inside expanded), its height in
+    collection levels, and where it is written (a packed span)."""
+
+    __slots__ = ("height", "mark", "size", "value")
+
+    def __init__(self, value: Any, size: int, height: int, mark: int) -> None:
+        self.value = value
+        self.size = size
+        self.height = height
+        self.mark = mark
+
+
+# go-yaml v3's alias budget (decode.go): the checks start past these counts, and the share of nodes aliases may
+# add falls from 99% to 10% between the two document sizes.
+ALIAS_FREE_NODES: Final = 1000
+ALIAS_FREE_EXPANSION: Final = 100
+_RATIO_RANGE_LOW: Final = 400_000
+_RATIO_RANGE_HIGH: Final = 4_000_000
+
+
+def allowed_alias_ratio(nodes: int) -> float:
+    """The share of a document's `nodes` that may come from alias expansion (go-yaml v3's allowedAliasRatio)."""
+    if nodes <= _RATIO_RANGE_LOW:
+        return 0.99
+    if nodes >= _RATIO_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (nodes - _RATIO_RANGE_LOW) / (_RATIO_RANGE_HIGH - _RATIO_RANGE_LOW)
+
+
+def over_alias_budget(own: int, expanded: int) -> bool:
+    """Whether `expanded` nodes from aliases beside `own` nodes written out exceed the budget."""
+    total = own + expanded
+    return (
+        expanded > ALIAS_FREE_EXPANSION and total > ALIAS_FREE_NODES and expanded / total > allowed_alias_ratio(total)
+    )
+
+
+def _copied(value: Any) -> Any:
+    """A fresh copy of an anchored value, so that no two paths of the data share a container."""
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value  # str, int, float, bool, None: immutable
 
 
 class Builder:
@@ -232,8 +292,12 @@ class Builder:
         # Path -> where its value (its key) starts and ends, packed by pack.
         self.value_marks: dict[JsonPath, int] = {}
         self.key_marks: dict[JsonPath, int] = {}
+        # Path of a value written as an alias -> where its anchor's value is written (packed).
+        self.alias_marks: dict[JsonPath, int] = {}
         self.diagnostics: list[Diagnostic] = []
-        self._reported_anchor = False
+        self._reported_merge = False
+        self._anchors: dict[str, _Anchor] = {}
+        self._expanded = 0  # nodes added by aliases so far
 
     def build(self, loader: yaml.SafeLoader) -> Any:
         next_event = loader.get_event
@@ -266,6 +330,7 @@ class Builder:
         # cases (plain scalars, list items) take as few calls as possible.
         stack: list[_Frame] = []
         value: Any
+        nodes = 0  # nodes written out (scalars and collections), for the alias budget
         while True:
             event = next_event()
             kind = type(event)
@@ -273,15 +338,21 @@ class Builder:
                 frame = stack.pop()
                 self._closed(frame, event)
                 value, start, event = frame.container, frame.start, None
+                if frame.anchor is not None:
+                    self._define(frame, nodes)
+                if stack and stack[-1].height <= frame.height:
+                    stack[-1].height = frame.height + 1
             else:
                 start = event.start_mark
                 path = self._child_path(stack[-1]) if stack else ()
                 if kind is ScalarEvent:
+                    nodes += 1
                     value = self._scalar(event, start, path)
                 elif kind is AliasEvent:
-                    value, event = self._alias(event, start, path), None
+                    value, event = self._alias(event, start, path, nodes, stack), None
                 else:
-                    stack.append(self._open(event, start, path, len(stack)))
+                    nodes += 1
+                    stack.append(self._open(event, start, path, len(stack), nodes - 1))
                     continue
             if not stack:
                 return value
@@ -318,11 +389,10 @@ class Builder:
                 return
         self.value_marks[path] = pack(frame.start, event.end_mark)
 
-    def _open(self, event: CollectionStartEvent, start: Mark, path: JsonPath | None, depth: int) -> _Frame:
+    def _open(self, event: CollectionStartEvent, start: Mark, path: JsonPath | None, depth: int, nodes: int) -> _Frame:
         if depth >= MAX_DEPTH:
             self._fail_with(too_deep(self._file, mark_position(start), path or ()))
         is_mapping = type(event) is MappingStartEvent
-        self._check_anchor(event, start, path)
         tag = event.tag
         if tag is not None and tag != _NON_SPECIFIC_TAG and tag != (MAP_TAG if is_mapping else SEQ_TAG):
             kind = "mapping" if is_mapping else "sequence"
@@ -334,7 +404,51 @@ class Builder:
             )
         if path is not None:
             self.value_marks[path] = pack(start, start)  # its place in document order; _closed adds the end
-        return _Frame({} if is_mapping else [], path, start, bool(event.flow_style))
+        frame = _Frame({} if is_mapping else [], path, start, bool(event.flow_style))
+        if event.anchor is not None:
+            frame.anchor, frame.nodes_before = event.anchor, nodes + self._expanded
+        return frame
+
+    def _define(self, frame: _Frame, nodes: int) -> None:
+        """An anchored collection has closed: what an alias of it copies. A later anchor of the same name
+        replaces it, as YAML says."""
+        size = nodes + self._expanded - frame.nodes_before
+        mark = pack(frame.start, frame.start)
+        self._anchors[frame.anchor or ""] = _Anchor(frame.container, size, frame.height, mark)
+
+    def _alias(self, event: AliasEvent, start: Mark, path: JsonPath | None, nodes: int, stack: list[_Frame]) -> Any:
+        """A copy of the anchored value, once the budget allows it and its nesting fits where it is used."""
+        name = event.anchor or ""
+        anchor = self._anchors.get(name)
+        if anchor is None:  # PyYAML's composer says "found undefined alias"; the event parser does not check
+            message = f"alias '*{name}' names no anchor defined before it"
+            hint = f"write '&{name}' on the value to reuse, before this alias and not around it"
+            self._report(YAML_SYNTAX, message, hint, start, path or ())
+            return None
+        expanded = self._expanded + anchor.size
+        if over_alias_budget(nodes, expanded):
+            self._fail_with(self._over_budget(name, anchor, nodes, expanded, start, path))
+        depth = len(stack)
+        if depth + anchor.height > MAX_DEPTH:
+            self._fail_with(too_deep(self._file, mark_position(start), path or ()))
+        self._expanded = expanded
+        if path is not None:
+            self.value_marks[path] = pack(start, event.end_mark)
+            self.alias_marks[path] = anchor.mark
+        if stack and stack[-1].height <= anchor.height:
+            stack[-1].height = anchor.height + 1
+        return _copied(anchor.value)
+
+    def _over_budget(
+        self, name: str, anchor: _Anchor, nodes: int, expanded: int, start: Mark, path: JsonPath | None
+    ) -> Diagnostic:
+        written = start_of(anchor.mark)
+        message = (
+            f"alias '*{name}' would bring the nodes added by aliases to {expanded:,} beside {nodes:,} written out; "
+            f"aliases may add at most {allowed_alias_ratio(nodes + expanded):.0%} of a document's nodes"
+        )
+        related = (Span(self._file, written),)
+        return located_error(ALIAS, message, _ALIAS_HINT, self._file, mark_position(start), path or (), related)
 
     def _scalar(self, event: ScalarEvent, start: Mark, path: JsonPath | None) -> Any:
         text = event.value
@@ -342,12 +456,25 @@ class Builder:
         if event.tag is None and event.anchor is None:  # the common case, kept short
             tag = resolve_plain_scalar(text) if event.implicit[0] else STR_TAG
         else:
-            self._check_anchor(event, start, path)
-            tag = self._scalar_tag(event, start, path)
-            if tag is None:
-                return None
+            return self._tagged_or_anchored(event, start, path)
         if path is not None:
             self.value_marks[path] = pack(start, event.end_mark)
+        if tag == STR_TAG:
+            return text
+        return self._scalar_value(text, tag, start, path)
+
+    def _tagged_or_anchored(self, event: ScalarEvent, start: Mark, path: JsonPath | None) -> Any:
+        tag = self._scalar_tag(event, start, path)
+        value = None
+        if tag is not None:
+            if path is not None:
+                self.value_marks[path] = pack(start, event.end_mark)
+            value = self._scalar_value(event.value, tag, start, path)
+        if event.anchor is not None:
+            self._anchors[event.anchor] = _Anchor(value, 1, 0, pack(start, event.end_mark))
+        return value
+
+    def _scalar_value(self, text: str, tag: str, start: Mark, path: JsonPath | None) -> Any:
         if tag == STR_TAG:
             return text
         try:
@@ -376,24 +503,8 @@ class Builder:
             return None
         return tag
 
-    def _check_anchor(self, event: NodeEvent, start: Mark, path: JsonPath | None) -> None:
-        if event.anchor is not None:
-            message = f"anchor '&{event.anchor}' is not allowed; blueprints cannot use anchors or aliases"
-            self._report_anchor(message, start, path)
-
     def _report_tag(self, message: str, start: Mark, path: JsonPath | None) -> None:
         self._report(CUSTOM_TAG, message, "remove the tag; quote the value if it should be a string", start, path or ())
-
-    def _alias(self, event: AliasEvent, start: Mark, path: JsonPath | None) -> object:
-        message = f"alias '*{event.anchor}' is not allowed; blueprints cannot use anchors or aliases"
-        self._report_anchor(message, start, path)
-        return _ALIASED
-
-    def _report_anchor(self, message: str, start: Mark, path: JsonPath | None) -> None:
-        # One report is enough: a billion-laughs file has hundreds of anchors and aliases.
-        if not self._reported_anchor:
-            self._reported_anchor = True
-            self._report(ALIAS, message, _ALIAS_HINT, start, path or ())
 
     def _add_to_mapping(self, parent: _Frame, value: Any, start: Mark, event: ScalarEvent | None) -> None:
         container = parent.container
@@ -407,14 +518,16 @@ class Builder:
     def _accept_key(self, parent: _Frame, key: Any, start: Mark, event: ScalarEvent | None) -> str | _Pending:
         path = parent.path
         if not isinstance(key, str):
-            if path is not None and key is not _ALIASED:
+            if path is not None:
                 self._report_key_type(key, start, path, event)
             return _BAD_KEY
         if path is None:
             return key  # inside something already refused: nothing here is addressable
         if event is not None and key == "<<" and event.tag is None and event.implicit[0]:
-            message = "merge key '<<' is not allowed; blueprints cannot use anchors, aliases or merge keys"
-            self._report_anchor(message, start, path)
+            if not self._reported_merge:  # once is enough: a file written with merges has many
+                self._reported_merge = True
+                message = "merge key '<<' is not allowed; YAML 1.2 has no merge keys, so which value wins is hidden"
+                self._report(ALIAS, message, _MERGE_HINT, start, path)
             return _BAD_KEY
         key_path = (*path, key)
         first_mark = self.key_marks.get(key_path)
@@ -458,4 +571,5 @@ def _custom_tag_message(tag: str) -> str:
 
 _STANDARD_TAGS: Final = frozenset({STR_TAG, NULL_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG, MAP_TAG, SEQ_TAG})
 _EMPTY_HINT: Final = "a blueprint is a YAML mapping that starts with apiVersion and kind"
-_ALIAS_HINT: Final = "write the value out in full where it is needed; aliases can expand a small file into a huge one"
+_ALIAS_HINT: Final = "alias smaller values, or write this one out in full; see the note for where its anchor is"
+_MERGE_HINT: Final = "alias the whole mapping (`key: *name`), or write its keys out in this mapping"

@@ -1,14 +1,17 @@
 """Reading a blueprint: the only door from a file (or standard input) to data, a `Document`.
 
 This module is the edge: it reads at most MAX_BYTES, refuses text that is not UTF-8 or holds characters YAML
-forbids, and words the parser's syntax errors. The hardened YAML reader itself (one document, no anchors, aliases,
-tags, duplicate or non-string keys, a depth limit, YAML 1.2 core-schema typing) is `gpustack.event_reader`, and
-where each key and value starts and ends is kept packed by `gpustack.positions`.
+forbids, and words the parser's syntax errors. The hardened YAML reader itself (one document, aliases within
+go-yaml's expansion budget, no merge keys, tags, duplicate or non-string keys, a depth limit, YAML 1.2 core-schema
+typing) is `gpustack.event_reader`, and where each key and value starts and ends is kept packed by
+`gpustack.positions`. A value written as an alias is located where the alias is used; `Document.alias_origins`
+keeps where its anchor is written, and `Document.note_aliases` adds that place to a diagnostic as a note.
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import re
 import stat
@@ -66,6 +69,8 @@ class Document:
     value_positions: Mapping[JsonPath, Position] = field(repr=False)
     # Keyed by the path of the key's value.
     key_positions: Mapping[JsonPath, Position] = field(repr=False)
+    # The path of each value written as an alias -> where its anchor's value is written.
+    alias_origins: Mapping[JsonPath, Position] = field(default_factory=dict, repr=False)
 
     def span(self, path: Sequence[str | int], *, key: bool = False) -> Span:
         """Where `path` starts and ends (its key with key=True), else its nearest located ancestor, else 1:1."""
@@ -88,7 +93,31 @@ class Document:
         span is ever asked for. What compile keeps, once validation has read what it needs (at fleet size the
         data and positions are a third of compile's memory, and compile seldom reports anything)."""
         again = _Reparse(self.text, self.file)
-        return Document(self.file, self.text, None, PackedPositions(again.values), PackedPositions(again.keys))
+        values, keys, aliases = (PackedPositions(marks) for marks in (again.values, again.keys, again.aliases))
+        return Document(self.file, self.text, None, values, keys, aliases)
+
+    def note_aliases(self, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+        """`diagnostics`, each about a value written as an alias (or inside one) with a note of where the anchor's
+        value is written: the diagnostic stands where the alias is used, the note where the value is written."""
+        if not self.alias_origins:
+            return list(diagnostics)
+        noted: list[Diagnostic] = []
+        for diagnostic in diagnostics:
+            origin = self._alias_origin(diagnostic.path) if diagnostic.path else None
+            if origin is None or diagnostic.span is None or diagnostic.span.file != self.file:
+                noted.append(diagnostic)
+                continue
+            note = Span(self.file, origin)
+            related = diagnostic.related if note in diagnostic.related else (*diagnostic.related, note)
+            noted.append(dataclasses.replace(diagnostic, related=related))
+        return noted
+
+    def _alias_origin(self, path: JsonPath) -> Position | None:
+        for length in range(len(path), 0, -1):
+            origin = self.alias_origins.get(path[:length])
+            if origin is not None:
+                return origin
+        return None
 
     def source_line(self, line: int) -> str:
         """The text of 1-based `line` without its line break; '' when out of range."""
@@ -104,8 +133,8 @@ class Document:
 def parse_document(text: str | bytes, file: str) -> Document:
     """Load one blueprint from memory. Raises DiagnosticError, and nothing else, on bad input."""
     decoded = _decode(text, file)
-    data, value_positions, key_positions = _load_yaml(decoded, file)
-    return Document(file, decoded, data, value_positions, key_positions)
+    data, value_positions, key_positions, alias_origins = _load_yaml(decoded, file)
+    return Document(file, decoded, data, value_positions, key_positions, alias_origins)
 
 
 def read_document(path: str | os.PathLike[str], display_name: str | None = None) -> Document:
@@ -243,9 +272,14 @@ def _position_at(text: str, offset: int) -> Position:
 # --- YAML --------------------------------------------------------------------------------
 
 
-def _load_yaml(text: str, file: str) -> tuple[Any, Mapping[JsonPath, Position], Mapping[JsonPath, Position]]:
+_Positions = Mapping[JsonPath, Position]
+
+
+def _load_yaml(text: str, file: str) -> tuple[Any, _Positions, _Positions, _Positions]:
     builder, data = _load_marks(text, file)
-    return data, PackedPositions(builder.value_marks), PackedPositions(builder.key_marks)
+    marks = (builder.value_marks, builder.key_marks, builder.alias_marks)
+    values, keys, aliases = (PackedPositions(packed) for packed in marks)
+    return data, values, keys, aliases
 
 
 def _load_marks(text: str, file: str) -> tuple[Builder, Any]:
@@ -327,15 +361,18 @@ class _Reparse:
         self._file = file
 
     @cached_property
-    def _marks(self) -> tuple[PackedMarks, PackedMarks]:
+    def _marks(self) -> tuple[PackedMarks, PackedMarks, PackedMarks]:
         try:
             builder = _load_marks(self._text, self._file)[0]
         except DiagnosticError:  # not a text that loaded: no positions
-            return {}, {}
-        return builder.value_marks, builder.key_marks
+            return {}, {}, {}
+        return builder.value_marks, builder.key_marks, builder.alias_marks
 
     def values(self) -> PackedMarks:
         return self._marks[0]
 
     def keys(self) -> PackedMarks:
         return self._marks[1]
+
+    def aliases(self) -> PackedMarks:
+        return self._marks[2]

@@ -79,7 +79,7 @@ def validate_document(document: Document, read_template: ReadTemplate | None = N
     """Shape, then the blueprint with the templates `read_template` gives (none read without it), then the checks."""
     shape = check_shape(document)
     if shape:
-        return Validation(document.file, document, None, tuple(shape))
+        return Validation(document.file, document, None, tuple(document.note_aliases(shape)))
     blueprint = build_blueprint(document.data, document.file)
     locate = document_locator(document)
     unread: list[Diagnostic] = []
@@ -87,7 +87,8 @@ def validate_document(document: Document, read_template: ReadTemplate | None = N
         blueprint, unread = read_templates(blueprint, read_template, locate)
     context = Context(blueprint, load_catalog(), locate)  # the run's one Context for this blueprint
     found = run_checks(context)
-    return Validation(document.file, document, blueprint, tuple(sort_diagnostics([*found, *unread])), context)
+    noted = document.note_aliases(sort_diagnostics([*found, *unread]))  # where an aliased value is written
+    return Validation(document.file, document, blueprint, tuple(noted), context)
 
 
 class DocumentLocator:

@@ -1,10 +1,10 @@
 """A cluster snapshot: what `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml` prints.
 
-Read with the blueprint loader (size caps, no aliases or tags, positions kept; JSON is YAML), then turned into
-small typed records. Only the fields gpustack reasons about are kept; every record knows its JSON path so a
-malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps and the operator's
-ClusterPolicy may ride along in the same List: the ConfigMaps' `data` values are YAML texts, parsed with the same
-loader, and the ClusterPolicy says which of them the operator reads (cluster/configs.py).
+Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept; JSON is
+YAML), then turned into small typed records. Only the fields gpustack reasons about are kept; every record knows
+its JSON path so a malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps and
+the operator's ClusterPolicy may ride along in the same List: the ConfigMaps' `data` values are YAML texts, parsed
+with the same loader, and the ClusterPolicy says which of them the operator reads (cluster/configs.py).
 """
 
 from __future__ import annotations
