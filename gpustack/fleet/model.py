@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +62,28 @@ class Fleet:
         return next((cluster for cluster in self.clusters if cluster.name == name), None)
 
 
+@functools.cache
+def _definitions() -> dict[str, Any]:
+    text = resources.files("gpustack").joinpath("data", "fleet.schema.json").read_text(encoding="utf-8")
+    definitions: dict[str, Any] = json.loads(text)["$defs"]
+    return definitions
+
+
+def _default(definition: str, *names: str) -> Any:
+    """The fleet schema's default for a field (`_default("delivery", "source", "kind")`): defaults are written once,
+    in the schema. What depends on the engine or the source's kind (namespace, ref) has no one default there."""
+    node = _definitions()[definition]
+    for name in names:
+        node = node["properties"][name]
+    return node["default"]
+
+
 def build_fleet(data: dict[str, Any], file: str) -> Fleet:
     """The fleet of a document whose shape the fleet schema accepted."""
     spec = data["spec"]
     delivery = spec["delivery"]
     source = delivery["source"]
-    kind = source.get("kind", "git")
+    kind = source.get("kind", _default("delivery", "source", "kind"))
     clusters = tuple(
         FleetCluster(
             name=entry["name"],
@@ -82,9 +101,9 @@ def build_fleet(data: dict[str, Any], file: str) -> Fleet:
         delivery=Delivery(
             engine=delivery["engine"],
             namespace=delivery.get("namespace", DEFAULT_NAMESPACE[delivery["engine"]]),
-            project=delivery.get("project", "default"),
-            interval=delivery.get("interval", "10m"),
-            auto_sync=delivery.get("autoSync", False),
+            project=delivery.get("project", _default("delivery", "project")),
+            interval=delivery.get("interval", _default("delivery", "interval")),
+            auto_sync=delivery.get("autoSync", _default("delivery", "autoSync")),
             source=Source(
                 kind=kind,
                 url=source["url"],
