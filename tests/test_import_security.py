@@ -315,6 +315,22 @@ def test_n7_reading_and_importing_make_no_cycles() -> None:
     assert found == []
 
 
+def test_n7_more_pools_than_a_blueprint_holds_is_refused_before_it_is_written(
+    tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    """The review's 8 MiB snapshot makes 36,888 pools, more than a blueprint may list (GS106): import says so at
+    once instead of rendering and validating a blueprint that cannot pass (here with the limit at 3)."""
+    monkeypatch.setattr("gpustack.cluster.importer.MAX_ENTRIES", 3)
+    snapshot = tmp_path / "flat.yaml"
+    snapshot.write_text(_flat(5), encoding="utf-8")
+    run = CliRunner().invoke(group, ["import", str(snapshot), "-f", str(tmp_path / "out.yaml")])
+    assert run.exit_code == 1
+    assert f"{snapshot}:4:1: error[GS106]: the snapshot's GPU nodes make 5 pools: a blueprint holds at most 3" in (
+        run.stderr
+    )
+    assert run.stderr.endswith(f"{snapshot}: nothing written\n") and not (tmp_path / "out.yaml").exists()
+
+
 def test_n7_pool_names_stay_unique_in_one_pass() -> None:
     result = import_snapshot(parse_snapshot(_flat(5), "flat.yaml"), "flat")
     assert [p["name"] for p in result.data["spec"]["nodePools"]] == ["l4", "l4-2", "l4-3", "l4-4", "l4-5"]

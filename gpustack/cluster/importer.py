@@ -32,7 +32,7 @@ from gpustack.cluster.labels import (
 )
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
 from gpustack.cluster.tenants import dns_label, infer_tenants
-from gpustack.codes import SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
+from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
 from gpustack.names import (
@@ -44,6 +44,7 @@ from gpustack.names import (
     OPERATOR_DEVICE_PLUGIN_LABEL,
 )
 from gpustack.quantity import parse_quantity
+from gpustack.schema import MAX_ENTRIES
 from gpustack.yamlout import dump_yaml
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -438,6 +439,8 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     for pool in pools:
         readable = not pool.unknown and (pool.sharing is None or "unreadable-mig" not in pool.sharing)
         (known if readable else left_out).append(pool)
+    if len(known) > MAX_ENTRIES:  # the blueprint would be refused (GS106): say so before writing it all out
+        return Import("", {}, (*diagnostics, _too_many_pools(snapshot, len(known))))
     advertised = {p.name: p.advertised() for p in known}
     tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
     version, version_guess = _kubernetes_version(snapshot)
@@ -522,6 +525,18 @@ def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) 
             )
         ]
     return []
+
+
+def _too_many_pools(snapshot: ClusterSnapshot, pools: int) -> Diagnostic:
+    return Diagnostic(
+        OUT_OF_RANGE,
+        Severity.ERROR,
+        f"the snapshot's GPU nodes make {pools} pools: a blueprint holds at most {MAX_ENTRIES}",
+        snapshot.span(("items",)),
+        ("items",),
+        "import part of the cluster (kubectl get nodes -l ... for a snapshot of fewer nodes); nodes that differ only "
+        "in a taint or label of their own make a pool each",
+    )
 
 
 def _diagnostic(code: str, message: str, snapshot: ClusterSnapshot, path: Any, hint: str) -> Diagnostic:

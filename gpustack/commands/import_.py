@@ -125,7 +125,9 @@ def command(snapshot: str, out_file: str | None, legacy_out_file: str | None, na
     if not result.text:
         if output == "json":
             click.echo(_report_json(snapshot, result, out, written=False), nl=False)
-        echo_text(f"{snapshot}: no node with NVIDIA GPUs that gpustack knows; nothing written", err=True)
+        refused = any(d.severity is Severity.ERROR for d in result.diagnostics)  # too many pools for a blueprint
+        why = "" if refused else "no node with NVIDIA GPUs that gpustack knows; "
+        echo_text(f"{snapshot}: {why}nothing written", err=True)
         sys.exit(1)
     check = validate_text(result.text, out or "<imported blueprint>")
     if any(d.severity is Severity.ERROR for d in check.diagnostics):
