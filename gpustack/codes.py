@@ -73,6 +73,8 @@ VOLCANO_RESERVED_QUEUE = "GS509"
 KUEUE_TOO_MANY_TAINTS = "GS510"
 KUEUE_LENDING_ABOVE_QUOTA = "GS511"
 GANG_NEVER_FITS = "GS512"
+KAI_QUEUE_NAME = "GS513"
+KAI_UNCOUNTED_SHARING = "GS514"
 NEED_UNMET = "GS601"
 DEVICE_ENV_SET = "GS602"
 SHARED_REQUEST_ABOVE_ONE = "GS603"
@@ -177,6 +179,8 @@ CODES: dict[str, str] = {
     KUEUE_TOO_MANY_TAINTS: "a Kueue tenant's pool with more taints than a ResourceFlavor holds",
     KUEUE_LENDING_ABOVE_QUOTA: "a Kueue lending limit above the tenant's nominal quota",
     GANG_NEVER_FITS: "a gang (all its pods or none) that its pool or its tenant's quota can never hold whole",
+    KAI_QUEUE_NAME: "a KAI tenant whose Queue name clashes with KAI's own queues or is too long for the queue label",
+    KAI_UNCOUNTED_SHARING: "a KAI tenant on a pool whose GPU sharing KAI's queues cannot count or schedule",
     # workloads (gpustack.checks.workloads, gpustack.workloads)
     NEED_UNMET: "a GPU need the workload's pool cannot meet",
     DEVICE_ENV_SET: "CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES-style device env set by hand",
@@ -453,6 +457,18 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     KUEUE_LENDING_ABOVE_QUOTA: (
         "A Kueue lending limit above the tenant's nominal quota: Kueue rejects the ClusterQueue.",
         "Lend at most the nominal quota.",
+    ),
+    KAI_QUEUE_NAME: (
+        "A KAI tenant named `default-parent-queue` or `default-queue` (its parent Queue would overwrite the one KAI's "
+        "chart creates), or a leaf Queue `<tenant>.<namespace>` longer than 63 characters, too long for the "
+        "`kai.scheduler/queue` label that names it.",
+        "Rename the tenant, or use a shorter namespace name.",
+    ),
+    KAI_UNCOUNTED_SHARING: (
+        "A KAI tenant is granted a pool whose GPUs KAI cannot honour: a HAMi pool needs HAMi's scheduler, and KAI's "
+        "Queue counts only whole GPUs (`nvidia.com/gpu`) and MIG devices, so a renamed time-sliced or MPS resource "
+        "(`gpu.shared`) would run outside the tenant's queue.",
+        "Use whole GPUs, MIG or time-slicing without `renameByDefault` on the tenant's pools, or another scheduler.",
     ),
     GANG_NEVER_FITS: (
         "A warning: a VolcanoJob's or JobSet's workers (`workers`), or one LeaderWorkerSet group (`size`), start "

@@ -102,6 +102,7 @@ class Scheduler(StrEnum):
     DEFAULT = "default"
     VOLCANO = "volcano"
     KUEUE = "kueue"
+    KAI = "kai"
 
 
 PRIORITY_VALUES: dict[str, int] = {"low": 1000, "normal": 10000, "high": 100000, "critical": 1000000}

@@ -7,6 +7,7 @@ rule and the object it protects read one definition (compile/kueue.py and compil
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from gpustack.context import Context
@@ -20,6 +21,14 @@ MEMORY = "memory"
 MAX_FLAVOR_TAINTS = 8
 # Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
 RESERVED_QUEUES = frozenset({"default", "root"})
+# KAI Scheduler v0.17: the scheduler name its chart installs, the label that puts a workload in a leaf Queue, the
+# queues its chart creates (values defaultQueue), and the longest label value (a leaf's name is one).
+KAI_SCHEDULER = "kai-scheduler"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_CHART_QUEUES = frozenset({"default-parent-queue", "default-queue"})
+KAI_WHOLE_GPU = "nvidia.com/gpu"
+MAX_LABEL_VALUE = 63
+_KAI_MIG = re.compile(r"nvidia\.com/mig-(?:\d+c\.)?(\d+)g\.\d+gb(?:[+-][a-z.]+)?")
 _BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
 
 
@@ -29,6 +38,30 @@ def kueue_tenants(ctx: Context) -> list[Tenant]:
 
 def volcano_tenants(ctx: Context) -> list[Tenant]:
     return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.VOLCANO]
+
+
+def kai_tenants(ctx: Context) -> list[Tenant]:
+    return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.KAI]
+
+
+def kai_parent_queue(tenant: Tenant) -> str:
+    """A KAI tenant's parent Queue: it holds the tenant's quota; jobs never name it (only leaves take jobs)."""
+    return tenant.name
+
+
+def kai_leaf_queue(tenant: Tenant, namespace: str) -> str:
+    """The leaf Queue of one of a KAI tenant's namespaces: `<tenant>.<namespace>`. Tenant and namespace names are DNS
+    labels (no dot), so a leaf never takes a parent's name, and namespaces are unique, so no two leaves clash."""
+    return f"{tenant.name}.{namespace}"
+
+
+def kai_gpu_units(resource: str) -> int | None:
+    """What one of a resource counts in a KAI Queue's `gpu` (KAI docs/queues): a whole GPU 1, a MIG device the
+    number before `g` in its profile (mig-3g.40gb: 3); None for a name KAI's queues do not count (gpu.shared)."""
+    if resource == KAI_WHOLE_GPU:
+        return 1
+    match = _KAI_MIG.fullmatch(resource)
+    return int(match.group(1)) if match else None
 
 
 def queue_name(tenant: Tenant) -> str:

@@ -14,6 +14,7 @@ and every pattern lives in `$defs` with a description whose first sentence says 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -170,7 +171,7 @@ def _convert(error: ValidationError, doc: Document, typos: Typos = frozenset()) 
         return list(_unknown_fields(error, doc, path))
     if keyword == "required":
         if words.in_branch(schema_path, 2):
-            return list(_conditionally_required(error, doc, path, schema_path))
+            return list(_conditionally_required(error, doc, path, schema_path, typos))
         return list(_missing_fields(error, doc, path, typos))
     if _is_forbidden(error):
         return [_forbidden(error, doc, path, schema_path)]
@@ -230,15 +231,16 @@ def _closest_field(key: str, allowed: Sequence[str]) -> tuple[str | None, str]:
 
 
 def _typo_fixes(error: ValidationError) -> Iterator[tuple[JsonPath, str]]:
-    """(object path, required field) pairs that an unknown key in that object is a misspelling of."""
+    """(object path, absent field) pairs that an unknown key in that object is a misspelling of: a field required
+    always or only under a condition (`timeslicing:` under `strategy: time-slicing`) is then not reported missing,
+    the did-you-mean being the cause."""
     if _keyword(error) != "additionalProperties" or not isinstance(_instance(error), Mapping):
         return
     allowed = list(_schema_of(error).get("properties", {}))
-    required = _schema_of(error).get("required", [])
     for key in _instance(error):
         if key not in allowed:
             field, _ = _closest_field(key, allowed)
-            if field is not None and field in required and field not in _instance(error):
+            if field is not None and field not in _instance(error):
                 yield tuple(error.absolute_path), field
 
 
@@ -259,13 +261,13 @@ def _missing_fields(error: ValidationError, doc: Document, path: JsonPath, typos
 
 
 def _conditionally_required(
-    error: ValidationError, doc: Document, path: JsonPath, schema_path: JsonPath
+    error: ValidationError, doc: Document, path: JsonPath, schema_path: JsonPath, typos: Typos
 ) -> Iterator[Diagnostic]:
     branch = schema_path[:-1]
     owner = words.schema_at(words.owner_path(branch))
     condition = words.condition(branch, _instance(error))
     for field in _value(error):
-        if field in _instance(error):
+        if field in _instance(error) or (path, field) in typos:
             continue
         message = f"{words.path_name(path)} needs '{field}' when {condition}"
         yield words.diag(
@@ -486,7 +488,32 @@ def _collapse(found: Iterable[Diagnostic], forbidden: set[JsonPath]) -> list[Dia
         if any(d.path[: len(f)] == f and not (d.path == f and d.code == COMBINATION) for f in forbidden):
             continue
         kept.append(d)
-    return kept
+    return _fold_under_unknown_fields(kept)
+
+
+def _fold_under_unknown_fields(found: list[Diagnostic]) -> list[Diagnostic]:
+    """A field missing from an object that also holds an unknown field is most likely that field, misnamed
+    (`gpu: {mig: 1g.10gb}` for `profile`): the unknown field is the cause and is reported, and what the object then
+    lacks is said in its hint rather than as a second error before it."""
+    unknown = {d.path[:-1] for d in found if d.code == UNKNOWN_FIELD}
+    lacking: dict[JsonPath, list[str]] = {}
+    kept: list[Diagnostic] = []
+    for d in found:
+        lacks = d.code == MISSING_FIELD or (d.code == COMBINATION and " needs " in d.message)  # not "cannot be used"
+        if lacks and d.path in unknown:
+            lacking.setdefault(d.path, []).append(d.message)
+        else:
+            kept.append(d)
+    if not lacking:
+        return kept
+    folded: list[Diagnostic] = []
+    for d in kept:
+        owner = d.path[:-1]
+        if d.code == UNKNOWN_FIELD and owner in lacking:
+            also = "; ".join(lacking.pop(owner))
+            d = dataclasses.replace(d, hint=f"{d.hint} (as it stands, {also})")
+        folded.append(d)
+    return folded
 
 
 def _is_forbidden(error: ValidationError) -> bool:

@@ -36,7 +36,7 @@ from gpustack.names import (
 from gpustack.needs import Requests
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.rendezvous import MASTER_PORT, derived_command, training_shape
-from gpustack.schedulers import queue_name
+from gpustack.schedulers import KAI_QUEUE_LABEL, KAI_SCHEDULER, kai_leaf_queue, queue_name
 from gpustack.selection import node_selector_term
 from gpustack.sizing import size_pod
 from gpustack.taints import toleration_for
@@ -195,6 +195,8 @@ def scheduler_name(ctx: Context, pool: NodePool, tenant: Tenant | None) -> str |
         return ctx.blueprint.hami.scheduler_name
     if tenant is not None and tenant.scheduler is Scheduler.VOLCANO:
         return VOLCANO_SCHEDULER
+    if tenant is not None and tenant.scheduler is Scheduler.KAI:
+        return KAI_SCHEDULER
     return None
 
 
@@ -367,6 +369,10 @@ def pod_template(
         if name == VOLCANO_SCHEDULER and tenant is not None:
             # Volcano puts a pod of no Volcano Job in a PodGroup of one, in the queue this annotation names.
             metadata.setdefault("annotations", {})[VOLCANO_QUEUE_ANNOTATION] = queue_name(tenant)
+        if name == KAI_SCHEDULER and tenant is not None:
+            # KAI's pod grouper puts the pod's PodGroup in the leaf Queue this label names (compile/kai.py); gangs
+            # are its own: one PodGroup per JobSet (minMember = workers) and per LeaderWorkerSet group (size).
+            metadata["labels"][KAI_QUEUE_LABEL] = kai_leaf_queue(tenant, ctx.namespace_of(workload))
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server

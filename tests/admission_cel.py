@@ -49,6 +49,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, str, str]] = {
     ("batch/v1", "CronJob"): ("batch", "v1", "cronjobs"),
     ("batch.volcano.sh/v1alpha1", "Job"): ("batch.volcano.sh", "v1alpha1", "jobs"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("scheduling.volcano.sh", "v1beta1", "podgroups"),
+    ("scheduling.run.ai/v2alpha2", "PodGroup"): ("scheduling.run.ai", "v2alpha2", "podgroups"),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
     **{

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 from gpustack.codes import (
     GANG_NEVER_FITS,
+    KAI_QUEUE_NAME,
+    KAI_UNCOUNTED_SHARING,
     KUEUE_LENDING_ABOVE_QUOTA,
     KUEUE_NO_NODE_RESOURCES,
     KUEUE_TOO_MANY_TAINTS,
@@ -15,11 +17,17 @@ from gpustack.codes import (
 )
 from gpustack.context import Context, Gang
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import Scheduler
+from gpustack.model import Scheduler, SharingStrategy
 from gpustack.offers import full_resource_name
 from gpustack.schedulers import (
+    KAI_CHART_QUEUES,
     MAX_FLAVOR_TAINTS,
+    MAX_LABEL_VALUE,
     RESERVED_QUEUES,
+    kai_gpu_units,
+    kai_leaf_queue,
+    kai_parent_queue,
+    kai_tenants,
     kueue_tenants,
     namespace_quota,
     nominal_quota,
@@ -33,6 +41,9 @@ def check_quota_per_namespace(ctx: Context) -> Iterator[Diagnostic]:
         # LocalQueues named `default` catch workloads that carry no queue label; its ResourceQuotas are a backstop.
         if tenant.scheduler is Scheduler.KUEUE or len(tenant.namespaces) < 2:
             continue
+        names = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
+        if tenant.scheduler is Scheduler.KAI and len(names) == 1:
+            continue  # its parent Queue holds one total of its one resource across its namespaces (compile/kai.py)
         hard = namespace_quota(tenant)
         if not hard:
             continue
@@ -124,6 +135,55 @@ def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_kai_queue_names(ctx: Context) -> Iterator[Diagnostic]:
+    for tenant in kai_tenants(ctx):
+        if kai_parent_queue(tenant) in KAI_CHART_QUEUES:
+            yield ctx.error(
+                KAI_QUEUE_NAME,
+                (*tenant.path, "name"),
+                f"tenant '{tenant.name}' uses KAI, and its parent Queue would be named '{tenant.name}', a queue KAI's "
+                "chart creates for workloads that name none: applying gpustack's Queue would overwrite it",
+                "rename the tenant; gpustack names each KAI tenant's parent Queue after the tenant",
+            )
+        for index, namespace in enumerate(tenant.namespaces):
+            leaf = kai_leaf_queue(tenant, namespace)
+            if len(leaf) > MAX_LABEL_VALUE:
+                yield ctx.error(
+                    KAI_QUEUE_NAME,
+                    (*tenant.path, "namespaces", index),
+                    f"the KAI leaf Queue of tenant '{tenant.name}' in namespace '{namespace}' would be '{leaf}' "
+                    f"({len(leaf)} characters): the {MAX_LABEL_VALUE}-character limit of a label value keeps the "
+                    "kai.scheduler/queue label from naming it",
+                    "shorten the tenant or the namespace name",
+                )
+
+
+def check_kai_pool_sharing(ctx: Context) -> Iterator[Diagnostic]:
+    """KAI's Queue counts whole GPUs and MIG devices only; a HAMi pool's pods need HAMi's scheduler, not KAI's."""
+    for tenant in kai_tenants(ctx):
+        for name in tenant.pools:
+            pool = ctx.pools.get(name)
+            if pool is None:
+                continue
+            uncounted = [o.resource for o in ctx.offers.get(name, ()) if kai_gpu_units(o.resource) is None]
+            if pool.sharing.strategy is SharingStrategy.HAMI:
+                reason = "its pods need HAMi's scheduler (only it knows which share of a GPU is free), not KAI's"
+            elif uncounted:
+                reason = (
+                    f"it advertises {', '.join(uncounted)}, which KAI's Queue does not count (only nvidia.com/gpu "
+                    "and MIG devices): the tenant's pods would use them outside its queue"
+                )
+            else:
+                continue
+            yield ctx.error(
+                KAI_UNCOUNTED_SHARING,
+                (*pool.path, "sharing", "strategy"),
+                f"tenant '{tenant.name}' uses KAI on pool '{name}' (sharing {pool.sharing.strategy}): {reason}",
+                "give KAI tenants pools of whole GPUs, MIG, or time-slicing without renameByDefault (each replica "
+                "counts as one GPU in the queue); or give this tenant another scheduler",
+            )
+
+
 def _gang_field(gang: Gang) -> str:
     """The field that sets how many pods start together: a LeaderWorkerSet group's size, or the workers."""
     return "size" if gang.workload.size is not None else "workers"
@@ -173,5 +233,7 @@ RULES = (
     check_kueue_flavor_taints,
     check_kueue_lending_limits,
     check_volcano_queue_names,
+    check_kai_queue_names,
+    check_kai_pool_sharing,
     check_gangs_fit,
 )

@@ -18,6 +18,7 @@ from gpustack.compile import (
     dra,
     gpu_operator,
     hami,
+    kai,
     kueue,
     mig,
     nodes,
@@ -42,6 +43,7 @@ FAMILIES: tuple[Family, ...] = (
     admission.compile_admission,
     kueue.compile_kueue,
     volcano.compile_volcano,
+    kai.compile_kai,
     hami.compile_hami,
     dra.compile_dra,
 )

@@ -31,6 +31,8 @@ and the Job-level priority).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpustack.compile.cel import (
     Cel,
     build_binding,
@@ -55,6 +57,7 @@ from gpustack.compile.grants import (
     gather_pool_facts,
     resolve_grants,
 )
+from gpustack.compile.kai_rules import add_own_kai_queue_rule, add_podgroup_rule, add_tenant_kai_queues_rule
 from gpustack.compile.pod_rules import (
     FIRST_REFUSED_PAIR,
     FOREIGN_SCHEDULERS,
@@ -81,10 +84,17 @@ from gpustack.compile.pod_rules import (
 )
 from gpustack.compile.queue_rules import add_own_queue_rule, add_tenant_queues_rule
 from gpustack.context import Context
-from gpustack.model import Tenant
+from gpustack.model import Scheduler, Tenant
 from gpustack.names import ADMISSION_POLICY_MINOR, DEVICE_ENV, DEVICE_MOUNT_ROOT, GPU_ONLY_ENV, TENANT_LABEL
 from gpustack.plan import FamilyOutput, Manifest, Object
-from gpustack.schedulers import queue_name, volcano_tenants
+from gpustack.schedulers import (
+    KAI_SCHEDULER,
+    kai_leaf_queue,
+    kai_parent_queue,
+    kai_tenants,
+    queue_name,
+    volcano_tenants,
+)
 
 FAMILY = "admission"
 FILE = "admission/tenant-isolation.yaml"
@@ -93,7 +103,9 @@ UNKNOWN_TENANT_POLICY = "gpustack-unknown-tenant"
 NON_TENANT_POLICY = "gpustack-granted-pools"
 
 
-def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str, grants: Grants) -> Object:
+def build_isolation_policy(
+    name: str, tenant_expression: str, tenant_words: str, grants: Grants, kai_leaves: tuple[str, ...] = ()
+) -> Object:
     """The rules every tenant's pods follow; `grants` are the only per-tenant part.
 
     A rule that cannot fail (no pool has a taint, or a label) is left out rather than emitted with empty lists:
@@ -223,6 +235,11 @@ def build_isolation_policy(name: str, tenant_expression: str, tenant_words: str,
         variables, validations = add_own_queue_rule(
             tenant_words, Cel("'tenant ' + variables.tenant"), grants.queues, variables, validations
         )
+    if kai_leaves:  # a KAI tenant: its pods name only KAI's scheduler (admission of its grants) and its own leaves
+        variables, validations = add_own_kai_queue_rule(
+            tenant_words, Cel("'tenant ' + variables.tenant"), kai_leaves, variables, validations
+        )
+        return add_podgroup_rule(build_policy(name, variables, validations))
     return build_policy(name, variables, validations)
 
 
@@ -261,7 +278,13 @@ def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None =
     words = f"tenant {tenant.name}"
     selector = {"matchExpressions": [select_names("In", namespaces)]}
     grants = resolve_grants(ctx, tenant, facts)
-    return [build_isolation_policy(name, quote_cel(tenant.name), words, grants), build_binding(name, selector)]
+    leaves: tuple[str, ...] = ()
+    if tenant.scheduler is Scheduler.KAI:
+        # kube-scheduler (a pod naming none) would place the pod outside KAI's queues: KAI's scheduler only.
+        grants = replace(grants, schedulers=(KAI_SCHEDULER,))
+        leaves = tuple(kai_leaf_queue(tenant, namespace) for namespace in tenant.namespaces)
+    policy = build_isolation_policy(name, quote_cel(tenant.name), words, grants, leaves)
+    return [policy, build_binding(name, selector)]
 
 
 def build_unknown_tenant_objects(ctx: Context, facts: PoolFacts | None = None) -> list[Object]:
@@ -386,11 +409,19 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     queues = tuple(queue_name(tenant) for tenant in volcano_tenants(ctx))
     if queues:
         variables, validations = add_tenant_queues_rule(queues, nobody, variables, validations)
+    kai = tuple(
+        name
+        for tenant in kai_tenants(ctx)
+        for name in (kai_parent_queue(tenant), *(kai_leaf_queue(tenant, ns) for ns in tenant.namespaces))
+    )
+    if kai:
+        variables, validations = add_tenant_kai_queues_rule(kai, nobody, variables, validations)
     excluded = [*list_system_namespaces(ctx), *(ns for tenant in ctx.blueprint.tenants for ns in tenant.namespaces)]
     selector = {
         "matchExpressions": [{"key": TENANT_LABEL, "operator": "DoesNotExist"}, select_names("NotIn", excluded)]
     }
-    return [build_policy(NON_TENANT_POLICY, variables, validations), build_binding(NON_TENANT_POLICY, selector)]
+    policy = build_policy(NON_TENANT_POLICY, variables, validations)
+    return [add_podgroup_rule(policy) if kai else policy, build_binding(NON_TENANT_POLICY, selector)]
 
 
 def build_admission_objects(ctx: Context) -> list[Object]:

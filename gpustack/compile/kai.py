@@ -1,0 +1,139 @@
+"""NVIDIA KAI Scheduler for tenants with `scheduler: kai`: a parent Queue per tenant, a leaf Queue per namespace.
+
+- KAI's Queue (scheduling.run.ai/v2) is cluster-scoped and hierarchical; only leaves take jobs. The parent, named
+  after the tenant, holds the tenant's quota; each of its namespaces gets a leaf `<tenant>.<namespace>` under it, and
+  its workloads name that leaf with the `kai.scheduler/queue` label (workloads.py).
+- Units are KAI's (docs/queues, and the CRD's field descriptions): `gpu` in GPU units, where a whole GPU counts 1
+  and a MIG device the number before `g` in its profile (mig-3g.40gb: 3); `cpu` in millicores and `memory` in MB
+  (10^6 bytes); `-1` is unlimited. gpustack's quotas are on GPUs only, so cpu and memory are `-1` (guaranteed and
+  uncapped, as without KAI): a quota of 0 there would make every job over its quota, and preemptible, for the
+  cpu it asks for.
+- `gpu.quota` (guaranteed) is the tenant's quota in units; `gpu.limit` (the hard cap) is the same, or `-1` when the
+  tenant holds a pool whole (no quota entry on it: its ResourceQuota has no ceiling there either). KAI's `gpu` is
+  one number for every GPU resource: it caps neither a pool nor a MIG profile, so the per-name ResourceQuota in
+  each namespace stays the hard per-model limit (docs/kai.md).
+- A tenant with several namespaces: each leaf may use up to the tenant's limit (the parent caps their sum) and
+  is guaranteed an even part of its quota (the remainder to the first namespaces, in blueprint order).
+- KAI itself is one pinned Helm release (chart `kai-scheduler`, OCI), installed with `--wait` before the Queues, so
+  their CRDs exist. Its values write out the queues the chart makes for workloads that name none
+  (`default-parent-queue`, `default-queue`: nothing guaranteed, no cap) and the queue label key the admission
+  policy (kai_rules.py) reads, so both say what the cluster runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpustack.context import Context
+from gpustack.model import Tenant
+from gpustack.names import MANAGED_BY, TENANT_LABEL
+from gpustack.offers import full_resource_name
+from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
+from gpustack.schedulers import (
+    KAI_QUEUE_LABEL,
+    has_pool_quota,
+    kai_gpu_units,
+    kai_leaf_queue,
+    kai_parent_queue,
+    kai_tenants,
+)
+
+FAMILY = "kai"
+QUEUES_FILE = "kai/queues.yaml"
+VALUES_FILE = "kai/values.yaml"
+RELEASE_NAME = "kai-scheduler"
+CHART_NAME = "kai-scheduler"
+# KAI Scheduler v0.17.0, the release whose CRDs (Queue v2, PodGroup) the compiled objects are checked against; the
+# chart is published only as an OCI artifact, its versions with a leading v.
+CHART_VERSION = "v0.17.0"
+CHART_REPOSITORY = "oci://ghcr.io/kai-scheduler/kai-scheduler"
+NAMESPACE = "kai-scheduler"
+QUEUE_API_VERSION = "scheduling.run.ai/v2"
+UNLIMITED = -1
+OVER_QUOTA_WEIGHT = 1
+DEFAULT_PARENT_QUEUE = "default-parent-queue"
+DEFAULT_QUEUE = "default-queue"
+
+
+def compile_kai(ctx: Context) -> FamilyOutput:
+    tenants = kai_tenants(ctx)
+    if not tenants:
+        return FamilyOutput()
+    objects = [Manifest(FAMILY, QUEUES_FILE, obj) for tenant in tenants for obj in tenant_queues(ctx, tenant)]
+    release = HelmRelease(
+        name=RELEASE_NAME,
+        chart=CHART_NAME,
+        repository=CHART_REPOSITORY,
+        version=CHART_VERSION,
+        namespace=NAMESPACE,
+        values=chart_values(),
+        values_file=VALUES_FILE,
+        # The chart's pre-install hook upgrades the CRDs and its post-install hook writes the kai-config Config the
+        # operator builds the scheduler from: without them nothing schedules.
+        needs_hooks=True,
+    )
+    return FamilyOutput(objects=objects, releases=[release])
+
+
+def chart_values() -> Object:
+    """The chart's own default queues, written out (what a workload naming no queue gets), and the queue label."""
+    open_resource = {"quota": 0, "limit": UNLIMITED, "overQuotaWeight": OVER_QUOTA_WEIGHT}
+    resources = {name: dict(open_resource) for name in ("cpu", "gpu", "memory")}
+    return {
+        "defaultQueue": {
+            "createDefaultQueue": True,
+            "parentName": DEFAULT_PARENT_QUEUE,
+            "childName": DEFAULT_QUEUE,
+            "parentResources": resources,
+            "childResources": {name: dict(value) for name, value in resources.items()},
+        },
+        "podgrouper": {"queueLabelKey": KAI_QUEUE_LABEL},
+    }
+
+
+def gpu_units(ctx: Context, tenant: Tenant) -> tuple[int, int]:
+    """The tenant's (quota, limit) in KAI GPU units: its quota summed as KAI counts it; limit -1 with a whole pool."""
+    quota = 0
+    for _pool, items in tenant.quota:
+        for short, amount in items:
+            units = kai_gpu_units(full_resource_name(short))
+            quota += amount * (units or 0)  # a name KAI does not count is refused before compile (GS514)
+    whole = any(not has_pool_quota(tenant, pool) for pool in tenant.pools)
+    return quota, UNLIMITED if whole else quota
+
+
+def _resources(gpu_quota: int, gpu_limit: int) -> dict[str, Any]:
+    unlimited = {"quota": UNLIMITED, "limit": UNLIMITED, "overQuotaWeight": OVER_QUOTA_WEIGHT}
+    return {
+        "cpu": dict(unlimited),
+        "gpu": {"quota": gpu_quota, "limit": gpu_limit, "overQuotaWeight": OVER_QUOTA_WEIGHT},
+        "memory": dict(unlimited),
+    }
+
+
+def leaf_quotas(quota: int, count: int) -> list[int]:
+    """An even part of the tenant's quota per namespace; the remainder to the first ones."""
+    share, rest = divmod(quota, count)
+    return [share + (1 if index < rest else 0) for index in range(count)]
+
+
+def _queue(name: str, tenant: Tenant, resources: dict[str, Any], parent: str | None = None) -> Object:
+    spec: dict[str, Any] = {"displayName": f"gpustack tenant {tenant.name}"}
+    if parent is not None:
+        spec["parentQueue"] = parent
+    spec["resources"] = resources
+    return {
+        "apiVersion": QUEUE_API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": name, "labels": {**MANAGED_BY, TENANT_LABEL: tenant.name}},
+        "spec": spec,
+    }
+
+
+def tenant_queues(ctx: Context, tenant: Tenant) -> list[Object]:
+    quota, limit = gpu_units(ctx, tenant)
+    parent = kai_parent_queue(tenant)
+    queues = [_queue(parent, tenant, _resources(quota, limit))]
+    for namespace, share in zip(tenant.namespaces, leaf_quotas(quota, len(tenant.namespaces)), strict=True):
+        queues.append(_queue(kai_leaf_queue(tenant, namespace), tenant, _resources(share, limit), parent))
+    return queues

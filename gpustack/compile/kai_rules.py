@@ -1,0 +1,107 @@
+"""KAI Scheduler queues as CEL: a KAI tenant's pods and PodGroups stay in its own leaf Queues.
+
+KAI lets any pod name any Queue (KAI issue #2068): the `kai.scheduler/queue` label is read by its pod grouper,
+which puts the pod in a PodGroup of that queue, and a PodGroup's `spec.queue` is what KAI schedules by. A pod in
+another tenant's leaf runs on that tenant's quota; one in the chart's `default-queue` (where a pod naming no queue
+goes) is capped by nothing. Where KAI decides a pod's queue, and what the policies read:
+
+- a PodGroup names its queue in `spec.queue`. Every KAI-scheduled pod runs in one: the pod grouper makes it in the
+  pod's namespace (or the user does, and joins pods to it by the `pod-group-name` annotation), so the tenant's policy
+  sees every one of them, whoever creates it: this is the guarantee;
+- the label, on a pod, a pod template, or the workload object (the pod grouper reads the top owner's label first),
+  is checked too, so a wrong queue is refused when the workload is applied; a KAI tenant's pod must carry it, naming
+  one of its own leaves, and (through the tenant's scheduler list, admission.py) may name no scheduler but KAI's.
+
+Namespaces without a tenant may name any queue but a tenant's (leaf or parent).
+"""
+
+from __future__ import annotations
+
+from gpustack.compile.cel import Cel, build_message, build_validation, declare, quote_cel, quote_cel_list
+from gpustack.compile.queue_rules import QUEUE_METADATA
+from gpustack.plan import Object
+from gpustack.schedulers import KAI_QUEUE_LABEL
+
+PODGROUP_GROUP = "scheduling.run.ai"
+PODGROUP_RULE = {
+    "apiGroups": [PODGROUP_GROUP],
+    "apiVersions": ["v2alpha2"],
+    "operations": ["CREATE", "UPDATE"],
+    "resources": ["podgroups"],
+}
+
+_LABEL = quote_cel(KAI_QUEUE_LABEL)
+_GROUP = quote_cel(PODGROUP_GROUP)
+# The queues the object names: every queue label (object and templates), and a KAI PodGroup's spec.queue.
+NAMED_QUEUES = f"""\
+variables.kaiQueueMetadata.filter(m, has(m.labels) && {_LABEL} in m.labels).map(m, m.labels[{_LABEL}])
++ (request.resource.group == {_GROUP} && has(object.spec.queue) ? [object.spec.queue] : [])"""
+# A pod, or a KAI PodGroup, that names no queue: KAI would put it in the chart's default-queue.
+NAMES_NO_QUEUE = f"""\
+(request.resource.resource == 'pods' && !(has(object.metadata.labels) && {_LABEL} in object.metadata.labels))
+|| (request.resource.group == {_GROUP} && !(has(object.spec.queue) && object.spec.queue != ''))"""
+
+KAI_OBJECTS = f"its pods (the {KAI_QUEUE_LABEL} label, on the pod or a pod template) and KAI PodGroups (spec.queue)"
+
+
+def add_podgroup_rule(policy: Object) -> Object:
+    """Match KAI's PodGroups too (only where a blueprint has KAI tenants: no other policy changes)."""
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    if PODGROUP_RULE not in rules:
+        rules.append(dict(PODGROUP_RULE))
+    return policy
+
+
+def add_own_kai_queue_rule(
+    words: str, who: Cel, leaves: tuple[str, ...], variables: list[dict[str, str]], validations: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """A KAI tenant's policy: every queue its objects name is one of its leaves, and every pod names one."""
+    own = ", ".join(leaves)
+    variables = [
+        *variables,
+        declare("kaiQueueMetadata", QUEUE_METADATA),
+        declare("kaiNamedQueues", NAMED_QUEUES),
+        declare("kaiQueues", quote_cel_list(leaves)),
+        declare("foreignKaiQueues", "variables.kaiNamedQueues.filter(q, !(q in variables.kaiQueues))"),
+    ]
+    why = (
+        f"{KAI_OBJECTS} may name only its own leaf queues {own}: in another tenant's queue a job runs on that "
+        "tenant's quota, in KAI's default-queue or a parent queue outside its own"
+    )
+    missing = (
+        f"{KAI_OBJECTS} must name one of its leaf queues {own}: without one KAI puts the pod in its default-queue, "
+        "outside the tenant's quota"
+    )
+    return variables, [
+        *validations,
+        build_validation(
+            "size(variables.foreignKaiQueues) == 0",
+            f"{words}: {why}",
+            build_message(who, " may not use KAI queue ", Cel("variables.foreignKaiQueues[0]"), f": {why}"),
+        ),
+        build_validation(f"!({NAMES_NO_QUEUE})", f"{words}: {missing}", build_message(who, f": {missing}")),
+    ]
+
+
+def add_tenant_kai_queues_rule(
+    queues: tuple[str, ...],
+    nobody: tuple[str | Cel, ...],
+    variables: list[dict[str, str]],
+    validations: list[dict[str, str]],
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Namespaces without a tenant: no KAI queue of a tenant's."""
+    names = ", ".join(queues)
+    variables = [
+        *variables,
+        declare("kaiQueueMetadata", QUEUE_METADATA),
+        declare("kaiNamedQueues", NAMED_QUEUES),
+        declare("tenantKaiQueues", quote_cel_list(queues)),
+        declare("takenKaiQueues", "variables.kaiNamedQueues.filter(q, q in variables.tenantKaiQueues)"),
+    ]
+    why = f"the KAI queues of tenants ({names}) schedule only their tenants' jobs, on their quotas"
+    validation = build_validation(
+        "size(variables.takenKaiQueues) == 0",
+        f"a namespace without a tenant may not name a tenant's KAI queue: {why}",
+        build_message(*nobody, "it may not use KAI queue ", Cel("variables.takenKaiQueues[0]"), f": {why}"),
+    )
+    return variables, [*validations, validation]
