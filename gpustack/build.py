@@ -53,6 +53,7 @@ from gpustack.model import (
     WorkloadKind,
 )
 from gpustack.names import CLOUD_POOL_LABELS
+from gpustack.taints import cloud_taints
 
 Data = Mapping[str, Any]
 
@@ -92,8 +93,8 @@ def _gpu_operator(data: Data) -> GpuOperator:
         chart_version=get(data, d.GPU_OPERATOR, "chartVersion"),
         repository=get(data, d.GPU_OPERATOR, "repository"),
         namespace=get(data, d.GPU_OPERATOR, "namespace"),
-        driver=get(data, d.GPU_OPERATOR, "driver"),
-        toolkit=get(data, d.GPU_OPERATOR, "toolkit"),
+        driver=data.get("driver"),
+        toolkit=data.get("toolkit"),
         nfd=get(data, d.GPU_OPERATOR, "nfd"),
     )
 
@@ -165,10 +166,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         else None,
         nodes=tuple(data.get("nodes", ())),
         labels=_pairs(data.get("labels")),
-        taints=tuple(
-            Taint(t["key"], t.get("value"), t["effect"], (*path, "taints", i))
-            for i, t in enumerate(data.get("taints", []))
-        ),
+        taints=_taints(data, path),
         sharing=_sharing(get(data, d.NODE_POOL, "sharing"), (*path, "sharing")),
         topology=None
         if topology is None
@@ -188,6 +186,22 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         max_nodes=data.get("maxNodes"),
         cloud=None if "cloud" not in data else _cloud(data["cloud"], (*path, "cloud")),
     )
+
+
+def _taints(data: Data, path: JsonPath) -> tuple[Taint, ...]:
+    """The pool's taints, then those its cloud puts on the nodes by itself (not written twice)."""
+    own = [
+        Taint(t["key"], t.get("value"), t["effect"], (*path, "taints", i)) for i, t in enumerate(data.get("taints", []))
+    ]
+    cloud = data.get("cloud")
+    if cloud is None:
+        return tuple(own)
+    written = {(t.key, t.effect) for t in own}
+    added = cloud_taints(cloud["provider"], "gpu" in data, bool(cloud.get("spot")))
+    by_cloud = [
+        Taint(k, v, e, (*path, "cloud", "provider"), by_cloud=True) for k, v, e in added if (k, e) not in written
+    ]
+    return (*own, *by_cloud)
 
 
 def _pool_selector(data: Data, path: JsonPath) -> NodeSelector | None:
@@ -211,6 +225,7 @@ def _cloud(data: Data, path: JsonPath) -> CloudPool:
         disk_type=data.get("diskType"),
         node_class=get(data, d.CLOUD, "nodeClass"),
         path=path,
+        image_type=data.get("imageType"),
     )
 
 

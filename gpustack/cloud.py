@@ -14,7 +14,7 @@ from importlib import resources
 import yaml
 
 from gpustack.catalog import Catalog
-from gpustack.model import NodePool
+from gpustack.model import Blueprint, NodePool, Stack
 
 PROVIDERS = ("gke", "eks", "aks", "karpenter")
 _TABLE_OF = {"gke": "gke", "eks": "eks", "aks": "aks", "karpenter": "eks"}
@@ -84,3 +84,160 @@ def machine_type(pool: NodePool, catalog: Catalog) -> str | None:
         return pool.cloud.machine_type
     machine = pool_machine(pool, catalog)
     return None if machine is None else machine.name
+
+
+# --- Who installs the NVIDIA driver and container toolkit, per cloud and node image ---------------------------------
+#
+# GKE (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html): the operator's driver
+# runs only on Ubuntu (UBUNTU_CONTAINERD); on Container-Optimized OS Google's driver installer puts the driver in
+# /home/kubernetes/bin/nvidia and the operator's driver is off. The operator's toolkit is installed on both.
+# EKS and Karpenter (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html): the AL2023 and
+# Bottlerocket NVIDIA AMIs carry the driver and the container toolkit.
+# AKS (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html): AKS's GPU images
+# carry both, so the operator's are off and its operands use the nvidia-container-runtime runtime class; or the
+# agent pool skips AKS's driver (gpuProfile.driver None, https://learn.microsoft.com/en-us/azure/aks/gpu-cluster)
+# and the operator installs both.
+GKE_COS = "COS_CONTAINERD"
+GKE_UBUNTU = "UBUNTU_CONTAINERD"
+EKS_DEFAULT_IMAGE = "AL2023_x86_64_NVIDIA"
+GKE_DRIVER_DIR = "/home/kubernetes/bin/nvidia"  # where Google's installer puts the driver (NVIDIA's GKE page)
+AKS_RUNTIME_CLASS = "nvidia-container-runtime"  # NVIDIA's AKS page: operator.runtimeClass with AKS's toolkit
+RECIPE_SOURCES = {
+    "gke": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html",
+    "eks": "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
+    "karpenter": "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
+    "aks": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html",
+}
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """What a GPU cloud pool's node image brings: the NVIDIA driver, the container toolkit."""
+
+    image: str | None  # the image type to ask for (GKE, EKS); None where the provider picks (AKS, Karpenter)
+    has_driver: bool
+    has_toolkit: bool
+
+
+def gke_image(pool: NodePool, operator_driver: bool | None) -> str:
+    """The GKE image: as written, else Ubuntu when the operator's driver is asked for, else COS (Google's driver)."""
+    assert pool.cloud is not None
+    if pool.cloud.image_type is not None:
+        return pool.cloud.image_type
+    return GKE_UBUNTU if operator_driver else GKE_COS
+
+
+def node_image(pool: NodePool, operator_driver: bool | None) -> NodeImage:
+    """The GPU cloud pool's image, given the blueprint's `gpuOperator.driver` as written (None: left out)."""
+    cloud = pool.cloud
+    assert cloud is not None
+    if cloud.provider == "gke":
+        image = gke_image(pool, operator_driver)
+        # Google's driver on COS always; on Ubuntu only when the blueprint turns the operator's driver off.
+        return NodeImage(image, image == GKE_COS or operator_driver is False, False)
+    if cloud.provider == "eks":
+        return NodeImage(cloud.image_type or EKS_DEFAULT_IMAGE, True, True)
+    if cloud.provider == "karpenter":
+        return NodeImage(None, True, True)
+    # AKS installs its driver unless the blueprint asks for the operator's (then gpuProfile.driver: None).
+    aks_driver = operator_driver is not True
+    return NodeImage(None, aks_driver, aks_driver)
+
+
+def written_driver(blueprint: Blueprint) -> bool | None:
+    """`gpuOperator.driver` as the blueprint writes it; False without the operator (the image must bring one)."""
+    return False if blueprint.stack is Stack.DEVICE_PLUGIN else blueprint.gpu_operator.driver
+
+
+def blueprint_node_image(blueprint: Blueprint, pool: NodePool) -> NodeImage:
+    return node_image(pool, written_driver(blueprint))
+
+
+def blueprint_operator_parts(blueprint: Blueprint) -> OperatorParts:
+    return operator_parts(blueprint.pools, written_driver(blueprint), blueprint.gpu_operator.toolkit)
+
+
+@dataclass(frozen=True)
+class OperatorParts:
+    """What the GPU Operator installs, with the cloud pools' images taken into account."""
+
+    driver: bool
+    toolkit: bool
+    runtime_class: str | None  # operator.runtimeClass where the image's toolkit names its runtime otherwise
+    gke_google_driver: bool  # a GKE pool runs Google's driver: the operator looks for it in GKE_DRIVER_DIR
+
+
+def gpu_cloud_pools(pools: tuple[NodePool, ...]) -> tuple[NodePool, ...]:
+    return tuple(pool for pool in pools if pool.cloud is not None and pool.gpu is not None)
+
+
+def operator_parts(pools: tuple[NodePool, ...], driver: bool | None, toolkit: bool | None) -> OperatorParts:
+    """The operator's driver and toolkit: as written, else off where every GPU cloud pool's image has them."""
+    images = [(pool, node_image(pool, driver)) for pool in gpu_cloud_pools(pools)]
+    if driver is None:
+        driver = not images or not all(image.has_driver for _, image in images)
+    if toolkit is None:
+        toolkit = not images or not all(image.has_toolkit for _, image in images)
+    aks_image_toolkit = any(
+        pool.cloud is not None and pool.cloud.provider == "aks" and image.has_toolkit for pool, image in images
+    )
+    return OperatorParts(
+        driver=driver,
+        toolkit=toolkit,
+        runtime_class=AKS_RUNTIME_CLASS if aks_image_toolkit and not toolkit else None,
+        gke_google_driver=any(
+            pool.cloud is not None and pool.cloud.provider == "gke" and image.has_driver for pool, image in images
+        ),
+    )
+
+
+# --- GKE node counts ------------------------------------------------------------------------------------------------
+# GKE counts a node pool per zone: node_count, initial_node_count and autoscaling.min/max_node_count apply to each of
+# the pool's zones (https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler: "minimum and
+# maximum size for each zone"); total_min_node_count/total_max_node_count bound the whole pool, with location_policy
+# (https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/container_node_pool#autoscaling).
+# A blueprint's count, minNodes and maxNodes are the pool's total: autoscaled pools use the totals; a fixed count
+# is divided over the named zones, which must divide it exactly (GS309).
+
+
+def gke_zone_split(pool: NodePool) -> int | None:
+    """Nodes per zone for a fixed-size GKE pool: count / zones; count itself where the zones are the cluster's
+    (GS309 warns); None where the named zones cannot share count evenly (GS309's error)."""
+    assert pool.cloud is not None and pool.count is not None
+    zones = len(pool.cloud.zones)
+    if zones == 0:
+        return pool.count
+    return None if pool.count % zones else pool.count // zones
+
+
+def gke_initial_per_zone(pool: NodePool) -> int | None:
+    """initial_node_count (per zone) for an autoscaled GKE pool: the fewest per zone that reach minNodes in total
+    without passing maxNodes; None where minNodes > 0 and the zones are not named (their number is the cluster's:
+    gke_zone_sizing then writes minNodes per zone, and GS309 warns)."""
+    assert pool.cloud is not None
+    low, high = pool.min_nodes or 0, pool.max_nodes or 0
+    zones = len(pool.cloud.zones)
+    if low == 0:
+        return 0
+    if zones == 0:
+        return None
+    per_zone = -(-low // zones)  # ceil
+    return per_zone if per_zone * zones <= high else low // zones
+
+
+def gke_zone_sizing(pool: NodePool) -> dict[str, object]:
+    """The GKE NodePool's sizing inputs (Pulumi names) that give the blueprint's totals."""
+    cloud = pool.cloud
+    assert cloud is not None
+    if pool.count is not None:
+        return {"node_count": gke_zone_split(pool)}
+    # Spot capacity is taken where it is (ANY); on-demand nodes are spread evenly (BALANCED, GKE's default).
+    initial = gke_initial_per_zone(pool)
+    return {
+        "initial_node_count": pool.min_nodes or 0 if initial is None else initial,
+        "autoscaling": {
+            "total_min_node_count": pool.min_nodes or 0,
+            "total_max_node_count": pool.max_nodes or 0,
+            "location_policy": "ANY" if cloud.spot else "BALANCED",
+        },
+    }

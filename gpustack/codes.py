@@ -46,8 +46,10 @@ MIG_GROUPS_UNEVEN = "GS305"
 SHARING_ON_CPU_POOL = "GS306"
 MACHINE_TYPE_MISMATCH = "GS307"
 CLOUD_SELECTOR_ELSEWHERE = "GS308"
+GKE_ZONE_COUNT = "GS309"
 MIG_LAYOUT_AUTO = "GS310"
 RECOMMEND_NO_FIT = "GS311"
+CLOUD_DRIVER_CONFLICT = "GS313"
 MPS_WITH_MIG = "GS401"
 TOO_FEW_REPLICAS = "GS402"
 MPS_TOO_MANY_CLIENTS = "GS403"
@@ -152,6 +154,8 @@ CODES: dict[str, str] = {
     CLOUD_SELECTOR_ELSEWHERE: "a cloud pool's selector does not select the nodes of its provider pool",
     MIG_LAYOUT_AUTO: "a MIG layout left to gpustack recommend (layout: auto), which compile refuses",
     RECOMMEND_NO_FIT: "gpustack recommend finds no layouts that fit a pool's demand within its nodes",
+    GKE_ZONE_COUNT: "a GKE pool's node count cannot be turned exactly into GKE's per-zone count",
+    CLOUD_DRIVER_CONFLICT: "the GPU Operator's driver or toolkit contradicts a cloud pool's node image",
     # sharing (gpustack.checks.sharing)
     MPS_WITH_MIG: "MPS combined with MIG",
     TOO_FEW_REPLICAS: "time-slicing or MPS with fewer than 2 replicas",
@@ -664,6 +668,23 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "that does not fit and how many nodes it would take.",
         "Raise `maxNodes` (or `count`, or list more nodes), give the pool more GPUs per node, or shrink the "
         "workloads' replicas or the tenants' quotas on the pool.",
+    ),
+    GKE_ZONE_COUNT: (
+        "GKE counts a node pool's fixed size and its starting size per zone (`node_count`, `initial_node_count`): "
+        "gpustack writes the pool's `count` as count / zones per zone, an error where the named zones cannot share "
+        "it evenly. Without named zones the pool gets the figure in every zone of the cluster (three in a regional "
+        "one) while capacity, quotas and simulate plan for one: a warning. Autoscaled pools bound the whole pool "
+        "with GKE's total counts (`total_min_node_count`, `total_max_node_count`).",
+        "Name the pool's `cloud.zones` and make `count` a multiple of their number, or use `minNodes`/`maxNodes`.",
+    ),
+    CLOUD_DRIVER_CONFLICT: (
+        "The GPU Operator's `driver` or `toolkit` setting contradicts what a cloud pool's node image already has, "
+        "following NVIDIA's page for that cloud: EKS and Karpenter NVIDIA AMIs and AKS GPU images carry the driver "
+        "and toolkit; GKE's COS image runs Google's driver (the operator's cannot run there) and no GKE image has "
+        "the toolkit. Two drivers fight over the node; none leaves the GPUs unusable.",
+        "Follow the hint: set `gpuOperator.driver`/`toolkit` as the cloud's recipe says, or leave them out and "
+        "gpustack decides from the pools' images; on GKE pick `imageType: UBUNTU_CONTAINERD` for the operator's "
+        "driver.",
     ),
     SOFT_ISOLATION: (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "

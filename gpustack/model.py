@@ -149,8 +149,8 @@ class GpuOperator:
     chart_version: str = DEFAULT_GPU_OPERATOR_CHART_VERSION
     repository: str = DEFAULT_GPU_OPERATOR_REPOSITORY
     namespace: str = DEFAULT_GPU_OPERATOR_NAMESPACE
-    driver: bool = schema_default(GPU_OPERATOR, "driver")
-    toolkit: bool = schema_default(GPU_OPERATOR, "toolkit")
+    driver: bool | None = None  # None: as the cloud pools' node images decide (gpustack.cloud.operator_parts)
+    toolkit: bool | None = None
     nfd: bool = schema_default(GPU_OPERATOR, "nfd")
     path: JsonPath = ("spec", "gpuOperator")
 
@@ -205,6 +205,7 @@ class Taint:
     value: str | None
     effect: str
     path: JsonPath
+    by_cloud: bool = False  # put on the nodes by their cloud itself (gpustack.taints.CLOUD_TAINTS), not by gpustack
 
 
 @dataclass(frozen=True)
@@ -318,6 +319,7 @@ class CloudPool:
     disk_type: str | None
     node_class: str  # Karpenter's EC2NodeClass
     path: JsonPath
+    image_type: str | None = None  # GKE/EKS node image; None: the one gpustack.cloud picks
 
 
 @dataclass(frozen=True)

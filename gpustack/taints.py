@@ -11,6 +11,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+# Taints a cloud puts on a node pool's nodes by itself: not in the node-pool arguments gpustack writes, yet on every
+# node, so build adds them to the pool's taints (`Taint.by_cloud`): the GPU stack's DaemonSets and the pool's
+# workloads tolerate them, and simulate's nodes carry them. (provider, pool kind) -> (key, value, effect).
+# GKE taints a GPU node pool nvidia.com/gpu=present:NoSchedule when the cluster has non-GPU pools, and adds the
+#   toleration only to pods that request nvidia.com/gpu (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+# AKS taints a spot pool kubernetes.azure.com/scalesetpriority=spot:NoSchedule
+#   (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool).
+# EKS managed node groups and Karpenter keep none on a running node (Karpenter's karpenter.sh/unregistered goes at
+#   registration: https://karpenter.sh/docs/concepts/nodepools/).
+CLOUD_TAINTS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("gke", "gpu"): ("nvidia.com/gpu", "present", "NoSchedule"),
+    ("aks", "spot"): ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),
+}
+
+
+def cloud_taints(provider: str, gpu: bool, spot: bool) -> list[tuple[str, str, str]]:
+    """(key, value, effect) of each taint the provider puts on such a pool's nodes by itself."""
+    kinds = [kind for kind, applies in (("gpu", gpu), ("spot", spot)) if applies]
+    return [CLOUD_TAINTS[(provider, kind)] for kind in kinds if (provider, kind) in CLOUD_TAINTS]
+
 
 class TaintLike(Protocol):
     @property

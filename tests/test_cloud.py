@@ -170,7 +170,9 @@ def test_gke_node_pool_carries_accelerators_labels_taints_autoscaling_and_partit
     spec = spec_of(pool("gke", "A100-SXM4-80GB", 8, taints=TAINT, sharing=mig, cloud={"zones": ["us-c1-a"]}))
     assert spec.resource == "gcp.container.NodePool"
     args = spec.args
-    assert args["autoscaling"] == {"min_node_count": 0, "max_node_count": 4} and args["node_locations"] == ["us-c1-a"]
+    # The blueprint's figures are the pool's total: GKE's total counts, not the per-zone ones.
+    assert args["autoscaling"] == {"total_min_node_count": 0, "total_max_node_count": 4, "location_policy": "BALANCED"}
+    assert args["node_locations"] == ["us-c1-a"] and config_image(args) == "COS_CONTAINERD"
     config = args["node_config"]
     assert config["machine_type"] == "a2-ultragpu-8g"
     [accelerator] = config["guest_accelerators"]
@@ -185,10 +187,16 @@ def test_gke_node_pool_carries_accelerators_labels_taints_autoscaling_and_partit
     assert "gpu_sharing_config" not in accelerator
 
 
+def config_image(args: dict[str, Any]) -> str:
+    return str(args["node_config"]["image_type"])
+
+
 def test_gke_leaves_the_driver_to_the_gpu_operator_when_it_installs_one() -> None:
-    spec = spec_of(pool("gke", "L4", 1), stack="gpu-operator")
+    # The operator's driver asked for: Ubuntu (the only GKE image it runs on), GKE installs none.
+    spec = spec_of(pool("gke", "L4", 1), stack="gpu-operator", gpuOperator={"driver": True})
     [accelerator] = spec.args["node_config"]["guest_accelerators"]
     assert accelerator["gpu_driver_installation_config"] == {"gpu_driver_version": "INSTALLATION_DISABLED"}
+    assert config_image(spec.args) == "UBUNTU_CONTAINERD"
 
 
 def test_eks_node_group_uses_the_nvidia_ami_and_fixed_sizes() -> None:

@@ -35,7 +35,7 @@ spec:
       maxNodes: 2
       taints: [{key: gpustack.io/pool, value: h100, effect: NoSchedule}]
     - name: cpu
-      cloud: {provider: gke, machineType: "n2-standard-8"}
+      cloud: {provider: gke, machineType: "n2-standard-8", zones: [us-central1-a]}
       count: 1
   tenants:
     - {name: ml, namespaces: [ml], pools: [h100], quota: {h100: {gpu: 8}}}
@@ -233,9 +233,9 @@ def test_a_provider_change_is_a_high_risk_and_a_field_change(tmp_path: Path) -> 
     report = review_text(
         tmp_path,
         K_YAML,
-        K_YAML.replace("provider: gke, machineType", "provider: eks, machineType").replace(
-            '"n2-standard-8"', "m5.2xlarge"
-        ),
+        K_YAML.replace("provider: gke, machineType", "provider: eks, machineType")
+        .replace('"n2-standard-8"', "m5.2xlarge")
+        .replace("zones: [us-central1-a]", "zones: [us-east-1a]"),
     )
     assert "cloud.provider: gke -> eks" in report
     assert "cloud.machineType: n2-standard-8 -> m5.2xlarge" in report

@@ -24,8 +24,6 @@ CHANGED: dict[tuple[str, str], tuple[Any, Read]] = {
     (d.GPU_OPERATOR, "chartVersion"): ("v9.9.9", lambda b: b.gpu_operator.chart_version),
     (d.GPU_OPERATOR, "repository"): ("https://example.com/nvidia", lambda b: b.gpu_operator.repository),
     (d.GPU_OPERATOR, "namespace"): ("nv", lambda b: b.gpu_operator.namespace),
-    (d.GPU_OPERATOR, "driver"): (False, lambda b: b.gpu_operator.driver),
-    (d.GPU_OPERATOR, "toolkit"): (False, lambda b: b.gpu_operator.toolkit),
     (d.GPU_OPERATOR, "nfd"): (False, lambda b: b.gpu_operator.nfd),
     (d.DRA, "chartVersion"): ("9.9.9", lambda b: b.dra.chart_version),
     (d.DRA, "namespace"): ("dra", lambda b: b.dra.namespace),

@@ -108,7 +108,12 @@ def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(
     assert config["machine_type"] == "g2-standard-4"
     assert config["guest_accelerators"][0]["type"] == "nvidia-l4"
     assert config["taints"] == [{"key": "gpu", "value": "", "effect": "NO_SCHEDULE"}]
-    assert gke.inputs["autoscaling"] == {"min_node_count": 1, "max_node_count": 3}
+    # The pool's totals (GKE's per-zone min/max would multiply them by the zones).
+    assert gke.inputs["autoscaling"] == {
+        "total_min_node_count": 1,
+        "total_max_node_count": 3,
+        "location_policy": "BALANCED",
+    }
     assert eks.inputs["cluster_name"] == "c1" and eks.inputs["subnet_ids"] == ["s1"]
     assert eks.inputs["instance_types"] == ["g5.xlarge"] and eks.inputs["ami_type"] == "AL2023_x86_64_NVIDIA"
     assert eks.inputs["scaling_config"] == {"desired_size": 1, "min_size": 1, "max_size": 3}

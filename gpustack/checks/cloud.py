@@ -1,15 +1,28 @@
-"""Cloud pools against hardware facts: the machine type carries the pool's GPUs (GS307), and a selector given
-with a cloud block selects the nodes that provider pool makes (GS308)."""
+"""Cloud pools against hardware facts: the machine type carries the pool's GPUs (GS307), a selector given with a
+cloud block selects the nodes that provider pool makes (GS308), and the GPU Operator's driver and toolkit agree with
+what each cloud pool's node image already has (GS313, the recipes in gpustack.cloud)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpustack.cloud import machine_named, machines, matching_machines
-from gpustack.codes import CLOUD_SELECTOR_ELSEWHERE, MACHINE_TYPE_MISMATCH
+from gpustack.cloud import (
+    GKE_COS,
+    GKE_UBUNTU,
+    RECIPE_SOURCES,
+    blueprint_node_image,
+    blueprint_operator_parts,
+    gke_initial_per_zone,
+    gke_zone_split,
+    gpu_cloud_pools,
+    machine_named,
+    machines,
+    matching_machines,
+)
+from gpustack.codes import CLOUD_DRIVER_CONFLICT, CLOUD_SELECTOR_ELSEWHERE, GKE_ZONE_COUNT, MACHINE_TYPE_MISMATCH
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import NodePool
+from gpustack.model import NodePool, Stack
 from gpustack.names import CLOUD_POOL_LABELS, POOL_LABEL
 from gpustack.selection import describe_selection, selects
 
@@ -94,4 +107,101 @@ def check_cloud_selectors(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_cloud_machines, check_cloud_selectors)
+_IMAGE_WORDS = {
+    "gke": "GKE's {image} image",
+    "eks": "EKS's {image} AMI",
+    "karpenter": "the EC2NodeClass's NVIDIA AMI",
+    "aks": "AKS's GPU image",
+}
+
+
+def check_cloud_driver(ctx: Context) -> Iterator[Diagnostic]:
+    """The operator's driver and toolkit against each GPU cloud pool's image: never two drivers or toolkits on a
+    node, never none."""
+    blueprint = ctx.blueprint
+    if blueprint.stack is not Stack.GPU_OPERATOR:
+        return
+    operator = blueprint.gpu_operator
+    parts = blueprint_operator_parts(blueprint)
+    for pool in gpu_cloud_pools(blueprint.pools):
+        assert pool.cloud is not None
+        provider, image = pool.cloud.provider, blueprint_node_image(blueprint, pool)
+        source = RECIPE_SOURCES[provider]
+        words = _IMAGE_WORDS[provider].format(image=image.image)
+        if provider == "gke" and pool.cloud.image_type == GKE_COS and operator.driver:
+            yield ctx.error(
+                CLOUD_DRIVER_CONFLICT,
+                (*pool.cloud.path, "imageType"),
+                f"pool '{pool.name}': the GPU Operator's driver cannot run on GKE's {GKE_COS} image "
+                "(spec.gpuOperator.driver is true)",
+                f"imageType: {GKE_UBUNTU} for the operator's driver, or gpuOperator.driver: false for Google's "
+                f"driver ({source})",
+                related=[(*operator.path, "driver")],
+            )
+            continue
+        if parts.driver and image.has_driver:
+            written = operator.driver is not None
+            yield ctx.error(
+                CLOUD_DRIVER_CONFLICT,
+                (*operator.path, "driver") if written else (*pool.cloud.path, "provider"),
+                f"pool '{pool.name}': {words} already has the NVIDIA driver, and the GPU Operator would install "
+                "another" + ("" if written else " (another cloud pool's image has none)"),
+                f"gpuOperator.driver: false ({source})" if written else f"one driver recipe per cluster ({source})",
+            )
+        if parts.toolkit and image.has_toolkit:
+            written = operator.toolkit is not None
+            yield ctx.error(
+                CLOUD_DRIVER_CONFLICT,
+                (*operator.path, "toolkit") if written else (*pool.cloud.path, "provider"),
+                f"pool '{pool.name}': {words} already has the NVIDIA container toolkit, and the GPU Operator would "
+                "install another" + ("" if written else " (another cloud pool's image has none)"),
+                f"gpuOperator.toolkit: false ({source})" if written else f"one toolkit recipe per cluster ({source})",
+            )
+        elif not parts.toolkit and not image.has_toolkit:
+            written = operator.toolkit is not None
+            yield ctx.error(
+                CLOUD_DRIVER_CONFLICT,
+                (*operator.path, "toolkit") if written else (*pool.cloud.path, "provider"),
+                f"pool '{pool.name}': {words} has no NVIDIA container toolkit, and the GPU Operator would not install "
+                "one: no container would see a GPU",
+                f"gpuOperator.toolkit: true, or leave it out ({source})",
+            )
+        if not parts.driver and not image.has_driver:
+            yield ctx.error(
+                CLOUD_DRIVER_CONFLICT,
+                (*operator.path, "driver") if operator.driver is not None else (*pool.cloud.path, "provider"),
+                f"pool '{pool.name}': {words} has no NVIDIA driver, and the GPU Operator would not install one",
+                f"gpuOperator.driver: true, or leave it out ({source})",
+            )
+
+
+def check_gke_counts(ctx: Context) -> Iterator[Diagnostic]:
+    """GKE counts per zone: a blueprint's totals must turn into per-zone figures exactly (gpustack.cloud). Named
+    zones that cannot share a fixed count evenly are an error; unnamed zones (the cluster's: three in a regional
+    cluster) multiply the per-zone figure gpustack must write, which is said as a warning."""
+    for pool in ctx.blueprint.pools:
+        cloud = pool.cloud
+        if cloud is None or cloud.provider != "gke":
+            continue
+        zones = len(cloud.zones)
+        if pool.count is not None and zones and gke_zone_split(pool) is None:
+            yield ctx.error(
+                GKE_ZONE_COUNT,
+                (*pool.path, "count"),
+                f"GKE counts nodes per zone: pool '{pool.name}' cannot have {pool.count} nodes over {zones} zones "
+                "evenly",
+                f"make count a multiple of {zones}, or use minNodes/maxNodes (GKE's total counts)",
+            )
+        elif not zones and (pool.count is not None or gke_initial_per_zone(pool) is None):
+            field, figure = ("count", pool.count) if pool.count is not None else ("minNodes", pool.min_nodes)
+            yield ctx.warning(
+                GKE_ZONE_COUNT,
+                (*pool.path, field),
+                f"GKE counts nodes per zone and pool '{pool.name}' names no zones: it gets {field} {figure} in "
+                "every zone of the cluster (three times as many in a regional cluster) while gpustack plans for "
+                f"{figure}",
+                "name cloud.zones (the pool's total is then divided over them), or use minNodes: 0",
+            )
+
+
+RULES = (check_cloud_machines, check_cloud_selectors, check_cloud_driver, check_gke_counts)

@@ -17,12 +17,12 @@ the MIG manager then finds the layout it would make. AKS likewise gets `gpu_inst
 
 from __future__ import annotations
 
+from gpustack.cloud import blueprint_node_image, gke_zone_sizing, matching_machines, pool_machine
 from gpustack.cloud import machine_type as pool_machine_type
-from gpustack.cloud import matching_machines, pool_machine
 from gpustack.compile.mig import uses_mig
 from gpustack.compile.nodes import node_labels
 from gpustack.context import Context
-from gpustack.model import NodePool, Stack
+from gpustack.model import NodePool, Taint
 from gpustack.names import MANAGED_BY
 from gpustack.plan import Artifact, FamilyOutput, NodePoolSpec, Object
 from gpustack.taints import taint_object, taint_text
@@ -49,25 +49,30 @@ def _size(pool: NodePool) -> tuple[int, int]:
     return pool.min_nodes or 0, pool.max_nodes or 0
 
 
+def _own_taints(pool: NodePool) -> list[Taint]:
+    """The taints gpustack asks the provider for: not those the cloud adds by itself (Taint.by_cloud)."""
+    return [taint for taint in pool.taints if not taint.by_cloud]
+
+
 def _without_none(data: Object) -> Object:
     return {key: value for key, value in data.items() if value is not None and value != [] and value != {}}
 
 
 def _gke(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
     assert pool.cloud is not None
-    low, high = _size(pool)
     machine = pool_machine(pool, ctx.catalog)
+    image = blueprint_node_image(ctx.blueprint, pool) if pool.gpu is not None else None
     accelerators: list[Object] = []
-    if pool.gpu is not None and machine is not None:
-        # The GPU Operator installs its own driver where the blueprint asks it to; otherwise GKE installs one.
-        operator_driver = ctx.blueprint.stack is Stack.GPU_OPERATOR and ctx.blueprint.gpu_operator.driver
+    if pool.gpu is not None and machine is not None and image is not None:
+        # Google's driver (installed by GKE, LATEST) where the image brings the driver; the GPU Operator's
+        # otherwise, which runs only on Ubuntu (gpustack.cloud, NVIDIA's GKE page).
         accelerators.append(
             _without_none(
                 {
                     "type": machine.accelerator,
                     "count": machine.count,
                     "gpu_driver_installation_config": {
-                        "gpu_driver_version": "INSTALLATION_DISABLED" if operator_driver else "LATEST"
+                        "gpu_driver_version": "LATEST" if image.has_driver else "INSTALLATION_DISABLED"
                     },
                     "gpu_partition_size": _uniform_mig_profile(pool),
                 }
@@ -77,21 +82,22 @@ def _gke(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
     node_config = _without_none(
         {
             "machine_type": pool_machine_type(pool, ctx.catalog),
+            "image_type": None if image is None else image.image,
             "spot": pool.cloud.spot or None,
             "disk_size_gb": pool.cloud.disk_gb,
             "disk_type": pool.cloud.disk_type,
             "labels": labels,
-            "taints": [{"key": t.key, "value": t.value or "", "effect": GKE_EFFECTS[t.effect]} for t in pool.taints],
+            "taints": [{"key": t.key, "value": t.value or "", "effect": GKE_EFFECTS[t.effect]} for t in _own_taints(pool)],
             "guest_accelerators": accelerators,
         }
     )
-    sizing: Object = (
-        {"node_count": pool.count}
-        if pool.count is not None
-        else {"initial_node_count": low, "autoscaling": {"min_node_count": low, "max_node_count": high}}
-    )
     return _without_none(
-        {"name": pool.name, "node_locations": list(pool.cloud.zones), **sizing, "node_config": node_config}
+        {
+            "name": pool.name,
+            "node_locations": list(pool.cloud.zones),
+            **gke_zone_sizing(pool),
+            "node_config": node_config,
+        }
     )
 
 
@@ -103,12 +109,14 @@ def _eks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
             "node_group_name": pool.name,
             "instance_types": [pool_machine_type(pool, ctx.catalog)],
             # EKS's accelerated AMI: NVIDIA driver and container toolkit preinstalled.
-            "ami_type": "AL2023_x86_64_NVIDIA" if pool.gpu is not None else "AL2023_x86_64_STANDARD",
+            "ami_type": blueprint_node_image(ctx.blueprint, pool).image
+            if pool.gpu is not None
+            else "AL2023_x86_64_STANDARD",
             "capacity_type": "SPOT" if pool.cloud.spot else "ON_DEMAND",
             "disk_size": pool.cloud.disk_gb,
             "labels": labels,
             "taints": [
-                _without_none({"key": t.key, "value": t.value, "effect": EKS_EFFECTS[t.effect]}) for t in pool.taints
+                _without_none({"key": t.key, "value": t.value, "effect": EKS_EFFECTS[t.effect]}) for t in _own_taints(pool)
             ],
             # EKS wants max_size >= 1; desired_size is only the starting point (the autoscaler moves it).
             "scaling_config": {"desired_size": low, "min_size": low, "max_size": max(high, 1)},
@@ -121,6 +129,7 @@ def _aks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
     low, high = _size(pool)
     profile = _uniform_mig_profile(pool)
     autoscaled = pool.count is None
+    aks_skips_driver = pool.gpu is not None and not blueprint_node_image(ctx.blueprint, pool).has_driver
     return _without_none(
         {
             "agent_pool_name": pool.name,
@@ -136,8 +145,10 @@ def _aks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
             "os_disk_size_gb": pool.cloud.disk_gb,
             "os_disk_type": pool.cloud.disk_type,
             "gpu_instance_profile": None if profile is None else "MIG" + profile.split(".")[0],
+            # The GPU Operator's driver asked for: AKS installs none (az aks nodepool add --gpu-driver none).
+            "gpu_profile": {"driver": "None"} if aks_skips_driver else None,
             "node_labels": labels,
-            "node_taints": [taint_text(t) for t in pool.taints],
+            "node_taints": [taint_text(t) for t in _own_taints(pool)],
         }
     )
 
@@ -168,7 +179,7 @@ def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) ->
                         "name": pool.cloud.node_class,
                     },
                     "requirements": requirements,
-                    "taints": [taint_object(t) for t in pool.taints],
+                    "taints": [taint_object(t) for t in _own_taints(pool)],
                 }
             ),
         },
