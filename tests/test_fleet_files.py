@@ -224,3 +224,12 @@ def test_a_base_warning_is_shown_once_naming_every_cluster(folder: Path, tmp_pat
     assert code == 0
     assert stderr.count("warning[GS501]") == 1
     assert "warning[GS501]: clusters 'c0', 'c1', 'c2', 'c3', 'c4' and 2 more: tenant 'ml' may use 9" in stderr
+
+
+def test_a_fleet_edited_while_compiling_is_reported_not_a_traceback(folder: Path, tmp_path: Path) -> None:
+    from gpustack.fleet.compiling import _cluster_task
+
+    fleet = fleet_with(folder, "    - {name: lab}\n")
+    outcome = _cluster_task((fleet, "gone", str(tmp_path / "out"), False))  # the cluster left the file meanwhile
+    assert not outcome.ok and outcome.files is None
+    assert "changed while it was compiled (cluster 'gone')" in outcome.diagnostics[-1].message

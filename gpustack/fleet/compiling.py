@@ -15,9 +15,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpustack.codes import FLEET_CLUSTER_SOURCE
 from gpustack.collector import paused
 from gpustack.compile import compile_blueprint
-from gpustack.diagnostic import Diagnostic, DiagnosticError, has_errors, sort_diagnostics
+from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, has_errors, sort_diagnostics
 from gpustack.fleet.delivery import delivery_files
 from gpustack.fleet.model import DELIVERY_FOLDER, Fleet
 from gpustack.fleet.reading import read_fleet
@@ -68,10 +69,15 @@ def compile_fleet(fleet_file: str, fleet: Fleet, out_dir: str, *, check: bool, j
 
 def _cluster_task(task: tuple[str, str, str, bool]) -> ClusterOutcome:
     fleet_file, name, out_dir, check = task
-    read = read_fleet(fleet_file)
-    assert read.fleet is not None and read.document is not None  # the parent read it valid a moment ago
-    cluster = read.fleet.cluster(name)
-    assert cluster is not None
+    read = read_fleet(fleet_file)  # valid when the parent read it; edited since, it is reported as it is now
+    cluster = read.fleet.cluster(name) if read.fleet is not None else None
+    if not read.ok or read.fleet is None or read.document is None or cluster is None:
+        changed = Diagnostic(
+            FLEET_CLUSTER_SOURCE,
+            Severity.ERROR,
+            f"{fleet_file} changed while it was compiled (cluster '{name}'); run the command again",
+        )
+        return ClusterOutcome(name, (*read.diagnostics, changed))
     return compile_cluster(read.fleet, resolve_cluster(read.fleet, read.document, cluster), out_dir, check)
 
 
