@@ -259,8 +259,9 @@ def test_registers_exactly_what_compile_writes(harness: Harness, blueprint: Path
     # Every example that has Kueue tenants installs Kueue from its OCI chart.
     kueue = [r for r in plan.releases if r.name == "kueue"]
     assert all(r.oci and r.version == "0.19.2" for r in kueue)
-    # Only the charts whose webhook certificates come from hook jobs are Helm releases.
-    assert {r.name for r in plan.releases if r.needs_hooks} <= {"volcano", "hami", "gpu-operator"}
+    # Only the charts whose webhook certificates (or, for KAI, its kai-config Config) come from hook jobs are Helm
+    # releases.
+    assert {r.name for r in plan.releases if r.needs_hooks} <= {"volcano", "hami", "gpu-operator", "kai-scheduler"}
 
 
 @pytest.mark.parametrize(("blueprint", "hooked"), [("volcano", "volcano"), ("hami", "hami"), ("kueue", None)])

@@ -1,8 +1,8 @@
 """NVIDIA KAI Scheduler as a tenant's scheduler (issue 30): Queues from quotas, KAI's release, workloads, checks.
 
-blueprints/kai.yaml: tenant `training` (12 whole H100s, two namespaces) and tenant `serving` (4 H100s, 4 mig-3g.40gb and 14
-mig-1g.10gb on an A100 MIG pool; training has two namespaces). KAI counts a whole GPU as 1 unit and a MIG device as the number
-before `g` in its profile (KAI docs/queues/README.md), so serving's queue holds 4 + 12 + 14 = 30 units.
+blueprints/kai.yaml: tenant `training` (12 whole H100s, two namespaces) and tenant `serving` (4 H100s, 4 mig-3g.40gb
+and 14 mig-1g.10gb on an A100 MIG pool). KAI counts a whole GPU as 1 unit and a MIG device as the number before `g`
+in its profile (KAI docs/queues/README.md), so serving's queue holds 4 + 12 + 14 = 30 units.
 """
 
 from __future__ import annotations

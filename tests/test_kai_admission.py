@@ -54,13 +54,12 @@ def review(obj: dict[str, Any], ns: str, tenant: str | None, operation: str = "C
     return verdict
 
 
-def pod(queue: str | None, scheduler: str | None = KAI_SCHEDULER) -> dict[str, Any]:
+def pod(queue: str | None, scheduler: str = KAI_SCHEDULER, gpus: int = 1) -> dict[str, Any]:
+    """A pod as the API server hands it to the policies: an empty schedulerName is defaulted to default-scheduler."""
     labels = {KAI_QUEUE_LABEL: queue} if queue is not None else {}
-    spec: dict[str, Any] = {"containers": [CONTAINER]}
-    if scheduler is not None:
-        spec["schedulerName"] = scheduler
-    else:
-        spec["schedulerName"] = "default-scheduler"  # what the API server defaults an empty one to
+    amount = {"nvidia.com/gpu": str(gpus)}
+    container = {**CONTAINER, "resources": {"requests": amount, "limits": amount}} if gpus else CONTAINER
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [container]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labels}, "spec": spec}
 
 
@@ -105,12 +104,18 @@ def test_a_pod_naming_no_queue_is_refused() -> None:
     assert any("must name one of its leaf queues training.training" in d for d in verdict.denials), verdict.denials
 
 
-@pytest.mark.parametrize("scheduler", [None, "volcano", "my-scheduler"])
-def test_a_pod_on_another_scheduler_is_refused(scheduler: str | None) -> None:
-    """kube-scheduler (no schedulerName) or any other scheduler would place the pod outside KAI's queues."""
+@pytest.mark.parametrize("scheduler", ["volcano", "my-scheduler"])
+def test_a_pod_on_another_scheduler_is_refused(scheduler: str) -> None:
     verdict = review(pod("training.training", scheduler), "training", "training")
-    name = scheduler or "default-scheduler"
-    assert any(f"may not use scheduler {name}" in d for d in verdict.denials), verdict.denials
+    assert any(f"may not use scheduler {scheduler}" in d for d in verdict.denials), verdict.denials
+
+
+def test_a_gpu_pod_on_kube_scheduler_is_refused_a_cpu_pod_is_not() -> None:
+    """kube-scheduler would place a GPU pod outside KAI's queues; a pod that asks for no GPU may stay there."""
+    verdict = review(pod(None, "default-scheduler"), "training", "training")
+    assert any("must set schedulerName: kai-scheduler" in d for d in verdict.denials), verdict.denials
+    assert not review(pod("training.training", "default-scheduler"), "training", "training").admitted
+    assert review(pod(None, "default-scheduler", gpus=0), "training", "training").admitted
 
 
 def test_a_pod_group_in_another_tenants_queue_is_refused() -> None:
@@ -132,8 +137,8 @@ def test_a_workload_template_in_another_tenants_queue_is_refused() -> None:
 
 def test_a_namespace_without_a_tenant_may_not_take_a_tenants_queue() -> None:
     for queue in ("training.training", "serving"):
-        verdict = review(pod(queue), "scratch", None)
+        verdict = review(pod(queue, gpus=0), "scratch", None)
         assert any(f"may not use KAI queue {queue}" in d for d in verdict.denials), verdict.denials
         assert not review(pod_group(queue), "scratch", None).admitted
-    assert review(pod("default-queue"), "scratch", None).admitted
+    assert review(pod("default-queue", gpus=0), "scratch", None).admitted
     assert review(pod_group("default-queue"), "scratch", None).admitted

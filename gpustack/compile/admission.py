@@ -235,7 +235,7 @@ def build_isolation_policy(
         variables, validations = add_own_queue_rule(
             tenant_words, Cel("'tenant ' + variables.tenant"), grants.queues, variables, validations
         )
-    if kai_leaves:  # a KAI tenant: its pods name only KAI's scheduler (admission of its grants) and its own leaves
+    if kai_leaves:  # a KAI tenant: its GPU pods go to KAI's scheduler, and name only its own leaves
         variables, validations = add_own_kai_queue_rule(
             tenant_words, Cel("'tenant ' + variables.tenant"), kai_leaves, variables, validations
         )
@@ -280,8 +280,9 @@ def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None =
     grants = resolve_grants(ctx, tenant, facts)
     leaves: tuple[str, ...] = ()
     if tenant.scheduler is Scheduler.KAI:
-        # kube-scheduler (a pod naming none) would place the pod outside KAI's queues: KAI's scheduler only.
-        grants = replace(grants, schedulers=(KAI_SCHEDULER,))
+        # KAI's scheduler beside kube-scheduler, which keeps the tenant's pods that ask for no GPU (kai_rules.py
+        # sends every GPU pod to KAI's queues).
+        grants = replace(grants, schedulers=(*grants.schedulers, KAI_SCHEDULER))
         leaves = tuple(kai_leaf_queue(tenant, namespace) for namespace in tenant.namespaces)
     policy = build_isolation_policy(name, quote_cel(tenant.name), words, grants, leaves)
     return [policy, build_binding(name, selector)]

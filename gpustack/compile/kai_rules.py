@@ -9,8 +9,11 @@ goes) is capped by nothing. Where KAI decides a pod's queue, and what the polici
   pod's namespace (or the user does, and joins pods to it by the `pod-group-name` annotation), so the tenant's policy
   sees every one of them, whoever creates it: this is the guarantee;
 - the label, on a pod, a pod template, or the workload object (the pod grouper reads the top owner's label first),
-  is checked too, so a wrong queue is refused when the workload is applied; a KAI tenant's pod must carry it, naming
-  one of its own leaves, and (through the tenant's scheduler list, admission.py) may name no scheduler but KAI's.
+  is checked too, so a wrong queue is refused when the workload is applied; a pod KAI schedules must carry it,
+  naming one of the tenant's own leaves;
+- a pod that asks for GPUs must be KAI's: on kube-scheduler it would use them outside every queue (the namespace's
+  ResourceQuota still caps it). The tenant's pods that ask for no GPU may stay on kube-scheduler, and no other
+  scheduler is allowed (the tenant's scheduler list, admission.py).
 
 Namespaces without a tenant may name any queue but a tenant's (leaf or parent).
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 from gpustack.compile.cel import Cel, build_message, build_validation, declare, quote_cel, quote_cel_list
 from gpustack.compile.queue_rules import QUEUE_METADATA
 from gpustack.plan import Object
-from gpustack.schedulers import KAI_QUEUE_LABEL
+from gpustack.schedulers import KAI_QUEUE_LABEL, KAI_SCHEDULER
 
 PODGROUP_GROUP = "scheduling.run.ai"
 PODGROUP_RULE = {
@@ -36,10 +39,16 @@ _GROUP = quote_cel(PODGROUP_GROUP)
 NAMED_QUEUES = f"""\
 variables.kaiQueueMetadata.filter(m, has(m.labels) && {_LABEL} in m.labels).map(m, m.labels[{_LABEL}])
 + (request.resource.group == {_GROUP} && has(object.spec.queue) ? [object.spec.queue] : [])"""
-# A pod, or a KAI PodGroup, that names no queue: KAI would put it in the chart's default-queue.
+_SCHEDULER = quote_cel(KAI_SCHEDULER)
+# A pod KAI schedules, or a KAI PodGroup, that names no queue: KAI would put it in the chart's default-queue.
 NAMES_NO_QUEUE = f"""\
-(request.resource.resource == 'pods' && !(has(object.metadata.labels) && {_LABEL} in object.metadata.labels))
+(request.resource.resource == 'pods' && has(object.spec.schedulerName) && object.spec.schedulerName == {_SCHEDULER}
+  && !(has(object.metadata.labels) && {_LABEL} in object.metadata.labels))
 || (request.resource.group == {_GROUP} && !(has(object.spec.queue) && object.spec.queue != ''))"""
+# A pod spec that asks for GPUs (the device rules' `requestsAnyGpu`) and is not KAI's.
+GPU_OFF_KAI = f"""\
+variables.requestsAnyGpu
+&& variables.specs.exists(s, !has(s.schedulerName) || s.schedulerName != {_SCHEDULER})"""
 
 KAI_OBJECTS = f"its pods (the {KAI_QUEUE_LABEL} label, on the pod or a pod template) and KAI PodGroups (spec.queue)"
 
@@ -55,7 +64,8 @@ def add_podgroup_rule(policy: Object) -> Object:
 def add_own_kai_queue_rule(
     words: str, who: Cel, leaves: tuple[str, ...], variables: list[dict[str, str]], validations: list[dict[str, str]]
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """A KAI tenant's policy: every queue its objects name is one of its leaves, and every pod names one."""
+    """A KAI tenant's policy: every queue its objects name is one of its leaves, every KAI pod names one, and every
+    GPU pod is KAI's. Needs the device rules' `specs` and `requestsAnyGpu` variables (admission.py declares them)."""
     own = ", ".join(leaves)
     variables = [
         *variables,
@@ -72,6 +82,10 @@ def add_own_kai_queue_rule(
         f"{KAI_OBJECTS} must name one of its leaf queues {own}: without one KAI puts the pod in its default-queue, "
         "outside the tenant's quota"
     )
+    off_kai = (
+        f"a pod that asks for GPUs must set schedulerName: {KAI_SCHEDULER}: on another scheduler it would use them "
+        "outside the tenant's KAI queues"
+    )
     return variables, [
         *validations,
         build_validation(
@@ -80,6 +94,7 @@ def add_own_kai_queue_rule(
             build_message(who, " may not use KAI queue ", Cel("variables.foreignKaiQueues[0]"), f": {why}"),
         ),
         build_validation(f"!({NAMES_NO_QUEUE})", f"{words}: {missing}", build_message(who, f": {missing}")),
+        build_validation(f"!({GPU_OFF_KAI})", f"{words}: {off_kai}", build_message(who, f": {off_kai}")),
     ]
 
 
