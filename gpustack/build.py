@@ -20,6 +20,7 @@ from gpustack.model import (
     DevicePlugin,
     DevicePluginFlags,
     DraSettings,
+    EnvRef,
     GpuNeed,
     GpuOperator,
     GpuRef,
@@ -350,7 +351,7 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         image=data["image"],
         command=tuple(data.get("command", ())),
         args=tuple(data.get("args", ())),
-        env=_pairs(data.get("env")),
+        env=tuple((name, _env_value(value)) for name, value in data.get("env", {}).items()),
         gpu=GpuNeed(
             count=get(gpu, d.WORKLOAD_GPU, "count"),
             profile=gpu.get("profile"),
@@ -370,4 +371,13 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         template=data.get("template"),
         path=path,
         size=data.get("size") if kind is WorkloadKind.LEADER_WORKER_SET else None,
+        ephemeral_storage=resources.get("ephemeralStorage"),
+        shm_size=data.get("shmSize"),
     )
+
+
+def _env_value(value: str | Data) -> str | EnvRef:
+    if isinstance(value, str):
+        return value
+    ((kind, ref),) = value["valueFrom"].items()  # the schema allows exactly one source
+    return EnvRef(kind, ref["name"], ref["key"], ref.get("optional"))

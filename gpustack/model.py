@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from gpustack.defaults import (
     DEVICE_PLUGIN,
@@ -447,6 +448,27 @@ class Nccl:
 
 
 @dataclass(frozen=True)
+class EnvRef:
+    """An env value read when the pod starts from one key of a Secret or ConfigMap. It has no namespace: like
+    Kubernetes' own references it names an object of the workload's namespace, so a tenant reads only its own."""
+
+    kind: str  # "secretKeyRef" or "configMapKeyRef", as Kubernetes' valueFrom spells it
+    name: str
+    key: str
+    optional: bool | None = None
+
+    def value_from(self) -> dict[str, Any]:
+        ref: dict[str, Any] = {"name": self.name, "key": self.key}
+        if self.optional is not None:
+            ref["optional"] = self.optional
+        return {self.kind: ref}
+
+    def __str__(self) -> str:
+        source = "Secret" if self.kind == "secretKeyRef" else "ConfigMap"
+        return f"from {source} {self.name}, key {self.key}"
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     tenant: str
@@ -458,7 +480,7 @@ class Workload:
     image: str
     command: tuple[str, ...]
     args: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str | EnvRef], ...]
     gpu: GpuNeed
     cpu: str | None
     memory: str | None
@@ -468,6 +490,8 @@ class Workload:
     template: str | None
     path: JsonPath
     size: int | None = None  # LeaderWorkerSet: pods per group, the leader included
+    ephemeral_storage: str | None = None  # a quantity, requested and limited
+    shm_size: str | None = None  # the sizeLimit of the in-memory /dev/shm
 
     @property
     def pods(self) -> int:

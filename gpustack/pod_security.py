@@ -15,6 +15,9 @@ The NVIDIA container toolkit reads device env (NVIDIA_VISIBLE_DEVICES...) and mo
 device request wherever it honours env: a container that sets one gets GPUs without a request, outside the device
 plugin and every quota. So no container may set those names: not by `env`, nor through `envFrom` of a ConfigMap or
 Secret of the output (with its `prefix`), and no ConfigMap a template renders may hold them.
+
+A pod reads Secrets and ConfigMaps of its own namespace only (env `valueFrom`, `envFrom`, volumes), and gpustack
+forces a template's namespace to its tenant's: a reference that names a namespace anyway is refused.
 """
 
 from __future__ import annotations
@@ -183,6 +186,7 @@ def pod_problems(template: PodTemplate) -> list[tuple[str, str]]:
     for index, volume in enumerate(listed(spec.get("volumes"))):
         if isinstance(volume, dict) and "hostPath" in volume:
             problems.append((f"volumes[{index}] is a hostPath volume: {HOST}", "use an emptyDir or a PVC"))
+        problems += _namespaced_refs(f"volumes[{index}]", volume)
     if spec.get("runtimeClassName") not in (None, ""):
         problems.append(
             (
@@ -202,7 +206,36 @@ def pod_problems(template: PodTemplate) -> list[tuple[str, str]]:
         problems += _container_problems(label, container)
         problems += _device_problems(label, container, gpu_pod=gpu_pod)
         problems += _prefix_problems(label, container)
+        problems += _namespaced_refs(label, {"env": container.get("env"), "envFrom": container.get("envFrom")})
     return problems
+
+
+# Where a pod names a Secret or ConfigMap: env valueFrom, envFrom, and secret, configMap and projected volumes.
+_REF_FIELDS = frozenset({"secretKeyRef", "configMapKeyRef", "secretRef", "configMapRef", "secret", "configMap"})
+
+
+def _namespaced_refs(label: str, node: Any) -> list[tuple[str, str]]:
+    """A reference to a Secret or ConfigMap that names a namespace. Kubernetes has no such field: a pod reads only
+    its own namespace's, and gpustack puts a tenant's pods in the tenant's namespaces. Written anyway, it is a
+    tenant reaching for another namespace's Secret, and is refused rather than left to the API server's warning."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [(label, node)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if key in _REF_FIELDS and isinstance(child, dict) and "namespace" in child:
+                    found.append(
+                        (
+                            f"{where} {key} names namespace {child['namespace']!r}: a pod reads Secrets and "
+                            "ConfigMaps of its own namespace only",
+                            "drop the namespace; put the Secret or ConfigMap in the tenant's namespace",
+                        )
+                    )
+                stack.append((where, child))
+        elif isinstance(value, list):
+            stack.extend((where, child) for child in value)
+    return found
 
 
 def _prefix_problems(label: str, container: dict[str, Any]) -> list[tuple[str, str]]:

@@ -57,14 +57,16 @@ def workload_fields(ctx: Context, workload: Workload) -> dict[str, Any]:
         "image": workload.image,
         "command": list(workload.command),
         "args": list(workload.args),
-        "env": dict(workload.env),
+        # A Secret's or ConfigMap's key as the blueprint spells it: {"valueFrom": {"secretKeyRef": {...}}}.
+        "env": {k: v if isinstance(v, str) else {"valueFrom": v.value_from()} for k, v in workload.env},
         "gpu": {
             "count": workload.gpu.count,
             "profile": workload.gpu.profile,
             "memory": workload.gpu.memory,
             "cores": workload.gpu.cores,
         },
-        "resources": {"cpu": workload.cpu, "memory": workload.memory},
+        "resources": {"cpu": workload.cpu, "memory": workload.memory, "ephemeralStorage": workload.ephemeral_storage},
+        "shmSize": workload.shm_size,
         "serve": None,
         "prefer": [{"weight": p.weight, "labels": dict(p.labels)} for p in workload.prefer],
         "nccl": None,

@@ -246,10 +246,13 @@ def affinity(workload: Workload, pool: NodePool) -> dict[str, Any]:
     return {"nodeAffinity": node}
 
 
-def container_resources(cpu: str, memory: str, requests: Requests) -> dict[str, Any]:
+def container_resources(
+    cpu: str, memory: str, requests: Requests, ephemeral_storage: str | None = None
+) -> dict[str, Any]:
     # Requests == limits everywhere: extended resources must (Kubernetes rejects anything else), and for CPU and
     # memory it makes the pod Guaranteed, which the CPU and Topology Managers need to align CPUs with GPUs.
-    amounts = {"cpu": cpu, "memory": memory, **{name: str(amount) for name, amount in requests.items}}
+    disk = {} if ephemeral_storage is None else {"ephemeral-storage": ephemeral_storage}
+    amounts = {"cpu": cpu, "memory": memory, **disk, **{name: str(amount) for name, amount in requests.items}}
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
@@ -262,7 +265,15 @@ def uses_nccl(workload: Workload) -> bool:
 
 def needs_shm(workload: Workload) -> bool:
     # NCCL and PyTorch DataLoader workers exchange data through /dev/shm; the container runtime's default is 64 MiB.
-    return uses_nccl(workload) or workload.gpu.count > 1
+    return workload.shm_size is not None or uses_nccl(workload) or workload.gpu.count > 1
+
+
+def shm_volume(workload: Workload) -> dict[str, Any]:
+    """The in-memory emptyDir mounted at /dev/shm, sized where the blueprint says (it counts as the pod's memory)."""
+    empty_dir: dict[str, Any] = {"medium": "Memory"}
+    if workload.shm_size is not None:
+        empty_dir["sizeLimit"] = workload.shm_size
+    return {"name": SHM_VOLUME, "emptyDir": empty_dir}
 
 
 def rendezvous_environment(workload: Workload) -> dict[str, str | dict[str, Any]]:
@@ -293,9 +304,10 @@ def environment(workload: Workload) -> list[dict[str, Any]]:
         if nccl is not None and nccl.p2p_level is not None:
             env["NCCL_P2P_LEVEL"] = nccl.p2p_level
     for key, value in workload.env:
-        # The user's value wins; CUDA_VISIBLE_DEVICES never goes out (GS602: it fights the device plugin).
+        # The user's value wins; CUDA_VISIBLE_DEVICES never goes out (GS602: it fights the device plugin). A Secret's
+        # or ConfigMap's key goes out as Kubernetes' valueFrom, read in the pod's own namespace.
         if key != "CUDA_VISIBLE_DEVICES":
-            env[key] = str(value)
+            env[key] = value if isinstance(value, str) else value.value_from()
     return [
         {"name": key, "valueFrom": value} if isinstance(value, dict) else {"name": key, "value": value}
         for key, value in env.items()
@@ -337,7 +349,7 @@ def container(
     if workload.serve is not None and leader:
         spec["ports"] = [{"name": PORT_NAME, "containerPort": workload.serve.port, "protocol": "TCP"}]
     spec["env"] = environment(workload)
-    spec["resources"] = container_resources(cpu, memory, requests)
+    spec["resources"] = container_resources(cpu, memory, requests, workload.ephemeral_storage)
     if leader:
         spec.update(probes(workload))
     if needs_shm(workload):
@@ -386,7 +398,7 @@ def pod_template(
     if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):
-        spec["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
+        spec["volumes"] = [shm_volume(workload)]
     return {"metadata": metadata, "spec": spec}
 
 

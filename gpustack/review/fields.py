@@ -190,14 +190,16 @@ def workload_fields(workload: Workload, blueprint: Blueprint) -> Fields:
     _put(fields, "kind", str(workload.kind))
     _put(fields, "command", workload.command or None)
     _put(fields, "args", workload.args or None)
-    for key, value in workload.env:
-        _put(fields, f"env.{key}", value)
+    for key, env_value in workload.env:
+        _put(fields, f"env.{key}", str(env_value))  # a Secret's key reads "from Secret hf-token, key token"
     _put(fields, "gpu.count", workload.gpu.count)
     _put(fields, "gpu.profile", workload.gpu.profile)
     _put(fields, "gpu.memory", workload.gpu.memory)
     _put(fields, "gpu.cores", workload.gpu.cores)
     _put(fields, "resources.cpu", workload.cpu)
     _put(fields, "resources.memory", workload.memory)
+    _put(fields, "resources.ephemeralStorage", workload.ephemeral_storage)
+    _put(fields, "shmSize", workload.shm_size)
     if workload.serve is not None:
         _put(fields, "serve.port", workload.serve.port)
         _put(fields, "serve.path", workload.serve.path)
