@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.index import ClassIndex
 from gpustack.simulate.inventory import Node
-from gpustack.simulate.node_class import NodeClass, Usage
+from gpustack.simulate.node_class import FitScores, NodeClass, Usage
 from gpustack.simulate.pods import PODS
 
 
@@ -50,6 +50,7 @@ class Cluster:
             self._groups.append({empty: _Group(len(node_class.members), list(node_class.members))})
         self.lowest_priority: int | None = None  # of any bound pod: preemption needs strictly lower ones
         self.generation = 0  # counts binds and unbinds: equal generations, equal state
+        self.fit_scores: FitScores = {}  # placement's memo of scores, which depend on no state but a group's usage
 
     def groups(self, class_index: int) -> Iterator[tuple[Usage, int, int]]:
         """(usage, node count, first node index) of every non-empty group of the class."""

@@ -26,7 +26,7 @@ from gpustack.simulate.filters import (
     volcano_verdict,
 )
 from gpustack.simulate.messages import KubeVersion
-from gpustack.simulate.node_class import NodeClass, Usage
+from gpustack.simulate.node_class import FitScores, NodeClass, Usage
 from gpustack.simulate.pods import PodShape
 
 _BARE = PodShape(requests=())  # tolerates nothing, selects nothing: refused only by cordons and hard taints
@@ -80,6 +80,9 @@ class KubeJudge:
     _shapes: list[PodShape] = field(default_factory=list)  # keeps every keyed shape alive, so ids stay unique
     _settled: dict[int, tuple[Rejection | None, ...]] = field(default_factory=dict)  # id(shape) -> per class
     _first_refusals: tuple[Rejection | None, ...] | None = None  # per class: its cordon's or first hard taint's
+    # (id(shape), class index, usage) -> the verdict: a filter's answer is a function of those three, and the
+    # replicas of a workload meet the same few groups' usages pod after pod (150,000 pods, 260,000 judgements).
+    _verdicts: dict[tuple[int, int, Usage], Verdict | None] = field(default_factory=dict)
 
     def settled(self, cluster: Cluster, shape: PodShape) -> tuple[Rejection | None, ...]:
         known = self._settled.get(id(shape))
@@ -110,10 +113,15 @@ class KubeJudge:
 
     def __call__(self, shape: PodShape, node_class: NodeClass, usage: Usage, *, single: bool = False) -> Verdict | None:
         if single:  # per-node classes share their class's index: never cache them
-            static = static_verdict(shape, node_class.node, self.version)
-        else:
-            static = self._static_verdict(shape, node_class)
-        return static or resource_verdict(shape, node_class, usage, self.version)
+            return static_verdict(shape, node_class.node, self.version) or resource_verdict(
+                shape, node_class, usage, self.version
+            )
+        key = (id(shape), node_class.index, usage)
+        if key in self._verdicts:
+            return self._verdicts[key]
+        static = self._static_verdict(shape, node_class)  # keeps the shape alive (_shapes), so its id stays its own
+        verdict = self._verdicts[key] = static or resource_verdict(shape, node_class, usage, self.version)
+        return verdict
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,7 @@ def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool)
                 if judge(shape, node_class, usage) is None:
                     candidates.append(_Candidate(node_class, usage, first))
         if candidates:
-            return _best(shape, candidates, most_allocated), []
+            return _best(shape, candidates, most_allocated, cluster.fit_scores), []
     rejections: list[Rejection] = []
     candidates = []
     by_node = shape.mentions_hostname
@@ -162,7 +170,7 @@ def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool)
                 rejections.append(Rejection(node_class.index, usage, verdict, count))
     if not candidates:
         return None, rejections
-    return _best(shape, candidates, most_allocated), rejections
+    return _best(shape, candidates, most_allocated, cluster.fit_scores), rejections
 
 
 def _judge_nodes(
@@ -185,15 +193,27 @@ def _judge_nodes(
             rejections.append(Rejection(node_class.index, usage, verdict, 1, index))
 
 
-def _best(shape: PodShape, candidates: list[_Candidate], most_allocated: bool) -> int:
+def _best(shape: PodShape, candidates: list[_Candidate], most_allocated: bool, scores: FitScores) -> int:
+    if len(candidates) == 1:  # the only feasible group wins whatever it scores: scoring it changes nothing
+        return candidates[0].first
     taints = normalize([taint_penalty(shape, c.node_class.node) for c in candidates], reverse=True)
     affinity = normalize([affinity_weight(shape, c.node_class.node) for c in candidates], reverse=False)
     best_key: tuple[int, int] | None = None
     for candidate, taint, preferred in zip(candidates, taints, affinity, strict=True):
-        fit = fit_score(shape, candidate.node_class, candidate.usage, most_allocated)
+        fit = _fit(shape, candidate, most_allocated, scores)
         total = TAINT_WEIGHT * taint + AFFINITY_WEIGHT * preferred + FIT_WEIGHT * fit
         key = (total, -candidate.first)
         if best_key is None or key > best_key:
             best_key = key
     assert best_key is not None
     return -best_key[1]
+
+
+def _fit(shape: PodShape, candidate: _Candidate, most_allocated: bool, scores: FitScores) -> int:
+    """fit_score, once per (shape, class, usage, strategy): it is a function of those, and consecutive replicas
+    score the same groups. The entry holds the shape, so an id reused by another shape is never taken for it."""
+    key = (id(shape), candidate.node_class.index, candidate.usage, most_allocated)
+    known = scores.get(key)
+    if known is None or known[0] is not shape:
+        known = scores[key] = (shape, fit_score(shape, candidate.node_class, candidate.usage, most_allocated))
+    return known[1]

@@ -7,6 +7,7 @@ Quantities become integers: cpu in millicores, memory and everything else in bas
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -107,9 +108,12 @@ class PodShape:
             return False
         return self.required is None or any(term.matches(labels, node_name) for term in self.required)
 
-    @property
+    @functools.cached_property
     def mentions_hostname(self) -> bool:
-        """Whether this pod picks nodes by name, so nodes of one pool cannot be judged alike."""
+        """Whether this pod picks nodes by name, so nodes of one pool cannot be judged alike.
+
+        Worked out once per shape (every placement asks; 150,000 pods share a few hundred shapes). A cached_property
+        writes the instance's __dict__, not its fields: the shape stays frozen, equal and hashable as before."""
         keys = [key for key, _ in self.node_selector]
         for term in (*(self.required or ()), *(t for _, t in self.preferred)):
             keys += [r.key if not r.field else "metadata.name" for r in term.requirements]
