@@ -1,20 +1,25 @@
-"""Cloud GPU machine types as facts: which GPU model, and how many, each provider's machine type carries.
+"""Cloud GPU machine types as facts: which GPU model, and how many, each provider's machine type carries, with its
+vCPUs and memory; what a node of it leaves to pods; and each cloud's recipe for the driver, the toolkit and its
+node counts.
 
 Loaded from `gpustack/data/cloud-machines.yaml` (each provider's rows cite their source). A cloud pool's machine is
 the machine type it names, or, when it names none, the smallest (fewest vCPUs) that has the pool's GPU model and
-count. Karpenter on AWS launches EC2 instance types, so it reads the EKS rows.
+count. GKE's N1 machine types take T4 or V100 GPUs attached in several counts: each (machine, GPU, count) they allow
+is a row. Karpenter on AWS launches EC2 instance types, so it reads the EKS rows. A machine type the table does not
+list is accepted when the pool states its node's resources (`nodeResources`): gpustack trusts them (GS315 warns).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from decimal import Decimal
 from importlib import resources
 
 import yaml
 
 from gpustack.catalog import Catalog
-from gpustack.model import Blueprint, NodePool, Stack
+from gpustack.model import Blueprint, NodePool, NodeResources, Stack
 
 PROVIDERS = ("gke", "eks", "aks", "karpenter")
 _TABLE_OF = {"gke": "gke", "eks": "eks", "aks": "aks", "karpenter": "eks"}
@@ -27,28 +32,44 @@ class Machine:
     count: int
     vcpus: int
     accelerator: str | None  # the provider's own accelerator name, where its API wants one
+    memory_gib: int = 0
+    attached: bool = False  # a general-purpose machine type the GPUs are attached to (GKE N1)
 
 
 @functools.cache
 def machine_table() -> dict[str, tuple[Machine, ...]]:
-    """Provider -> its GPU machine types, in the table's order."""
+    """Provider -> its GPU machine types, in the table's order (attached-GPU variants after the fixed ones)."""
     text = resources.files("gpustack").joinpath("data/cloud-machines.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
-    return {
-        provider: tuple(
-            Machine(name, row["gpu"], row["count"], row["vcpus"], row.get("accelerator"))
+    table: dict[str, tuple[Machine, ...]] = {}
+    for provider, body in data["providers"].items():
+        rows = [
+            Machine(name, row["gpu"], row["count"], row["vcpus"], row.get("accelerator"), row["memory_gib"])
             for name, row in body["machines"].items()
-        )
-        for provider, body in data["providers"].items()
-    }
+        ]
+        names = body.get("accelerators", {})
+        for name, row in body.get("attached", {}).items():
+            for gpu, counts in row["gpus"].items():
+                rows += [
+                    Machine(name, gpu, count, row["vcpus"], names[gpu], row["memory_gib"], attached=True)
+                    for count in counts
+                ]
+        table[provider] = tuple(rows)
+    return table
 
 
 def machines(provider: str) -> tuple[Machine, ...]:
     return machine_table()[_TABLE_OF[provider]]
 
 
+def machines_named(provider: str, name: str) -> list[Machine]:
+    """Every row of the machine type: one, or one per GPU model and count it takes (GKE N1)."""
+    return [m for m in machines(provider) if m.name == name]
+
+
 def machine_named(provider: str, name: str) -> Machine | None:
-    return next((m for m in machines(provider) if m.name == name), None)
+    found = machines_named(provider, name)
+    return found[0] if found else None
 
 
 def matching_machines(provider: str, catalog: Catalog, pool: NodePool) -> list[Machine]:
@@ -59,21 +80,33 @@ def matching_machines(provider: str, catalog: Catalog, pool: NodePool) -> list[M
     if model is None:
         return []
     found = [m for m in machines(provider) if m.gpu == model.key and m.count == pool.gpu.count]
-    return sorted(found, key=lambda m: (m.vcpus, m.name))
+    return sorted(found, key=lambda m: (m.vcpus, m.memory_gib, m.name))
 
 
 def pool_machine(pool: NodePool, catalog: Catalog) -> Machine | None:
-    """The machine type a cloud pool runs on: the one it names, else the smallest that matches its GPUs.
+    """The machine type a cloud pool runs on: the one it names (the row with the pool's GPUs where it takes several),
+    else the smallest that matches its GPUs.
 
-    None for a pool without a cloud block, or one whose machine is unknown or matches nothing (GS307 says so).
+    None for a pool without a cloud block, or one whose machine is not in the table or matches nothing (GS307 says
+    so, or GS315 accepts it on the pool's stated nodeResources).
     """
     cloud = pool.cloud
     if cloud is None:
         return None
-    if cloud.machine_type is not None:
-        return machine_named(cloud.provider, cloud.machine_type)
     found = matching_machines(cloud.provider, catalog, pool)
+    if cloud.machine_type is not None:
+        named = [m for m in found if m.name == cloud.machine_type]
+        return named[0] if named else machine_named(cloud.provider, cloud.machine_type)
     return found[0] if found else None
+
+
+def pool_accelerator(pool: NodePool, catalog: Catalog) -> str | None:
+    """GKE's accelerator type for the pool's GPUs: the table's, else the catalog's GKE name (an unlisted machine)."""
+    machine = pool_machine(pool, catalog)
+    if machine is not None and machine.accelerator is not None:
+        return machine.accelerator
+    model = None if pool.gpu is None else catalog.resolve(pool.gpu.model)
+    return None if model is None else model.gke_accelerator
 
 
 def machine_type(pool: NodePool, catalog: Catalog) -> str | None:
@@ -84,6 +117,69 @@ def machine_type(pool: NodePool, catalog: Catalog) -> str | None:
         return pool.cloud.machine_type
     machine = pool_machine(pool, catalog)
     return None if machine is None else machine.name
+
+
+# --- What a node leaves to pods ------------------------------------------------------------------------------------
+# A node's allocatable is its capacity less the kubelet's and the system's reserve and the hard eviction threshold.
+# CPU, the same formula on all three clouds: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of
+#   every core above four (GKE https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, AKS
+#   https://learn.microsoft.com/en-us/azure/aks/node-resource-reservations, EKS's AL2023 nodeadm
+#   https://github.com/awslabs/amazon-eks-ami, templates/al2023/runtime kubelet config).
+# Memory:
+#   GKE: 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB, plus
+#        a 100 MiB eviction threshold (the GKE page above);
+#   AKS (1.29 on): 20 MiB per pod the node may run plus 50 MiB, at most 25% of the memory, plus 100 MiB eviction
+#        (the AKS page above);
+#   EKS and Karpenter (AL2023): 11 MiB per pod plus 255 MiB, plus 100 MiB eviction (the EKS AMI's formula).
+#   Pods per node: the pool's maxPods, else 110 (the kubelet's default; EKS and AKS raise it with some CNIs, which
+#   only lowers the real allocatable, so gpustack's figure may be a little high there).
+EVICTION_MIB = 100
+DEFAULT_MAX_PODS = 110
+_GKE_MEMORY_STEPS = ((4, Decimal("0.25")), (4, Decimal("0.20")), (8, Decimal("0.10")), (112, Decimal("0.06")))
+_CPU_STEPS = ((1, Decimal("0.06")), (1, Decimal("0.01")), (2, Decimal("0.005")))
+
+
+def _cpu_reserve(vcpus: int) -> Decimal:
+    left, reserved = Decimal(vcpus), Decimal(0)
+    for cores, share in _CPU_STEPS:
+        step: Decimal = min(left, Decimal(cores))
+        reserved += step * share
+        left -= step
+    return reserved + left * Decimal("0.0025")
+
+
+def _memory_reserve_mib(provider: str, memory_gib: int, max_pods: int) -> Decimal:
+    total_mib = Decimal(memory_gib) * 1024
+    if provider == "gke":
+        left, reserved = Decimal(memory_gib), Decimal(0)
+        for gib, share in _GKE_MEMORY_STEPS:
+            step: Decimal = min(left, Decimal(gib))
+            reserved += step * share
+            left -= step
+        return (reserved + left * Decimal("0.02")) * 1024 + EVICTION_MIB
+    if provider == "aks":
+        aks: Decimal = min(Decimal(20 * max_pods + 50), total_mib / 4)
+        return aks + EVICTION_MIB
+    return Decimal(11 * max_pods + 255) + EVICTION_MIB  # eks, karpenter
+
+
+def machine_allocatable(provider: str, machine: Machine, max_pods: int | None) -> NodeResources:
+    """What a node of the machine type leaves to pods, as Kubernetes quantities (millicores, MiB)."""
+    cpu = (Decimal(machine.vcpus) - _cpu_reserve(machine.vcpus)) * 1000
+    memory = Decimal(machine.memory_gib) * 1024 - _memory_reserve_mib(
+        provider, machine.memory_gib, max_pods or DEFAULT_MAX_PODS
+    )
+    return NodeResources(f"{int(cpu)}m", f"{int(memory)}Mi")
+
+
+def node_resources(pool: NodePool, catalog: Catalog) -> NodeResources | None:
+    """A pool's node resources: as the blueprint states them, else its cloud machine's allocatable."""
+    if pool.node_resources is not None or pool.cloud is None:
+        return pool.node_resources
+    machine = pool_machine(pool, catalog)
+    if machine is None or not machine.memory_gib:
+        return None
+    return machine_allocatable(pool.cloud.provider, machine, pool.max_pods)
 
 
 # --- Who installs the NVIDIA driver and container toolkit, per cloud and node image ---------------------------------

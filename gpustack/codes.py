@@ -50,6 +50,8 @@ GKE_ZONE_COUNT = "GS309"
 MIG_LAYOUT_AUTO = "GS310"
 RECOMMEND_NO_FIT = "GS311"
 CLOUD_DRIVER_CONFLICT = "GS313"
+POD_EXCEEDS_MACHINE = "GS314"
+MACHINE_TYPE_UNLISTED = "GS315"
 MPS_WITH_MIG = "GS401"
 TOO_FEW_REPLICAS = "GS402"
 MPS_TOO_MANY_CLIENTS = "GS403"
@@ -156,6 +158,8 @@ CODES: dict[str, str] = {
     RECOMMEND_NO_FIT: "gpustack recommend finds no layouts that fit a pool's demand within its nodes",
     GKE_ZONE_COUNT: "a GKE pool's node count cannot be turned exactly into GKE's per-zone count",
     CLOUD_DRIVER_CONFLICT: "the GPU Operator's driver or toolkit contradicts a cloud pool's node image",
+    POD_EXCEEDS_MACHINE: "a workload's pod asks more CPU or memory than its cloud pool's machine leaves to pods",
+    MACHINE_TYPE_UNLISTED: "a cloud pool's machine type is not in gpustack's table; its stated resources are trusted",
     # sharing (gpustack.checks.sharing)
     MPS_WITH_MIG: "MPS combined with MIG",
     TOO_FEW_REPLICAS: "time-slicing or MPS with fewer than 2 replicas",
@@ -685,6 +689,19 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Follow the hint: set `gpuOperator.driver`/`toolkit` as the cloud's recipe says, or leave them out and "
         "gpustack decides from the pools' images; on GKE pick `imageType: UBUNTU_CONTAINERD` for the operator's "
         "driver.",
+    ),
+    POD_EXCEEDS_MACHINE: (
+        "A workload's pod asks more CPU or memory (`resources`) than one node of its cloud pool can give: the "
+        "machine type's vCPUs and memory less what the kubelet and system reserve (each cloud's published formula, "
+        "`gpustack/cloud.py`). The pod would stay Pending forever.",
+        "Lower the workload's `resources`, or give the pool a larger machine type.",
+    ),
+    MACHINE_TYPE_UNLISTED: (
+        "A cloud pool names a machine type gpustack's table (`gpustack/data/cloud-machines.yaml`) does not list, and "
+        "states its node's `nodeResources` (cpu and memory): gpustack plans the pool on its `gpu` and those "
+        "figures, which it cannot check.",
+        "Check the figures against the provider's machine type page, or ask for the machine type to be added to the "
+        "table.",
     ),
     SOFT_ISOLATION: (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "

@@ -2,7 +2,9 @@
 
 The rule (docs/blueprint-format.md, "Workload resources"), first that applies:
 1. the workload's `resources`;
-2. its share of the node (`nodeResources` of the pool x its GPU units / the node's units x 0.9);
+2. its share of the node (the node's CPU and memory x its GPU units / the node's units x 0.9): the pool's
+   `nodeResources`, or for a cloud pool its machine's allocatable (vCPUs and memory less the kubelet's and system
+   reserve, each cloud's published formula: gpustack.cloud.machine_allocatable);
 3. from the GPUs: host memory equal to the GPU memory the pod gets (a model's weights pass through host memory
    on their way to the GPU: less, and the pod is OOM-killed while loading), at least 8Gi; 4 CPUs per GPU unit,
    at least 2.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_FLOOR, Decimal
 
+from gpustack.cloud import node_resources
 from gpustack.context import Context
 from gpustack.model import NodePool, Workload
 from gpustack.needs import Requests
@@ -48,7 +51,7 @@ def size_pod(ctx: Context, workload: Workload, pool: NodePool, requests: Request
     cpu, memory = workload.cpu, workload.memory
     sources = ["resources"] if cpu is not None and memory is not None else []
     offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource)
-    node = pool.node_resources
+    node = node_resources(pool, ctx.catalog)
     if offer is not None and offer.per_node > 0 and node is not None and (cpu is None or memory is None):
         share = Decimal(requests.items[0][1]) / Decimal(offer.per_node) * NODE_SHARE
         if offer.gpus is not None and pool.gpus_per_node:

@@ -15,15 +15,25 @@ from gpustack.cloud import (
     gke_initial_per_zone,
     gke_zone_split,
     gpu_cloud_pools,
-    machine_named,
     machines,
+    machines_named,
     matching_machines,
+    node_resources,
+    pool_machine,
 )
-from gpustack.codes import CLOUD_DRIVER_CONFLICT, CLOUD_SELECTOR_ELSEWHERE, GKE_ZONE_COUNT, MACHINE_TYPE_MISMATCH
+from gpustack.codes import (
+    CLOUD_DRIVER_CONFLICT,
+    CLOUD_SELECTOR_ELSEWHERE,
+    GKE_ZONE_COUNT,
+    MACHINE_TYPE_MISMATCH,
+    MACHINE_TYPE_UNLISTED,
+    POD_EXCEEDS_MACHINE,
+)
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import NodePool, Stack
 from gpustack.names import CLOUD_POOL_LABELS, POOL_LABEL
+from gpustack.quantity import parse_quantity
 from gpustack.selection import describe_selection, selects
 
 
@@ -71,21 +81,34 @@ def check_cloud_machines(ctx: Context) -> Iterator[Diagnostic]:
             continue
         if pool.gpu is None:
             continue  # a CPU machine: the table lists only GPU machines
-        machine = machine_named(provider, cloud.machine_type)
+        rows = machines_named(provider, cloud.machine_type)
         model = ctx.models[pool.name]
-        if machine is None:
+        stated = pool.node_resources is not None and None not in (pool.node_resources.cpu, pool.node_resources.memory)
+        if not rows and stated:
+            # The escape hatch: gpustack trusts the pool's gpu and nodeResources for a machine it does not list.
+            yield ctx.warning(
+                MACHINE_TYPE_UNLISTED,
+                (*cloud.path, "machineType"),
+                f"'{cloud.machine_type}' is not in gpustack's {provider} machine table: pool '{pool.name}' is planned "
+                f"on what it states ({pool.gpu.count} x {pool.gpu.model}, nodeResources), unchecked",
+                "check the figures against the provider's machine type page",
+            )
+        elif not rows:
+            matches = matching_machines(provider, ctx.catalog, pool)
             yield ctx.error(
                 MACHINE_TYPE_MISMATCH,
                 (*cloud.path, "machineType"),
                 f"'{cloud.machine_type}' is not a {provider} GPU machine type gpustack knows (pool '{pool.name}')",
-                _hint(ctx, pool, provider) + "; or leave machineType out and gpustack picks the smallest",
+                _hint(ctx, pool, provider)
+                + ("; or leave machineType out and gpustack picks the smallest" if matches else "")
+                + "; or, for a machine type gpustack does not list, state its node's nodeResources (cpu and memory)",
             )
-        elif model is not None and (machine.gpu != model.key or machine.count != pool.gpu.count):
+        elif model is not None and not any(m.gpu == model.key and m.count == pool.gpu.count for m in rows):
+            takes = " or ".join(f"{m.count} x {m.gpu}" for m in rows)
             yield ctx.error(
                 MACHINE_TYPE_MISMATCH,
                 (*cloud.path, "machineType"),
-                f"{cloud.machine_type} has {machine.count} x {machine.gpu}, but pool '{pool.name}' says "
-                f"{pool.gpu.count} x {model.key}",
+                f"{cloud.machine_type} has {takes}, but pool '{pool.name}' says {pool.gpu.count} x {model.key}",
                 _hint(ctx, pool, provider),
             )
 
@@ -204,4 +227,27 @@ def check_gke_counts(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_cloud_machines, check_cloud_selectors, check_cloud_driver, check_gke_counts)
+def check_pods_fit_the_machine(ctx: Context) -> Iterator[Diagnostic]:
+    """A workload's stated CPU or memory per pod within one node of its cloud pool's machine (its allocatable)."""
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.blueprint.pool(workload.pool)
+        if pool is None or pool.cloud is None or pool.node_resources is not None:
+            continue
+        node = node_resources(pool, ctx.catalog)
+        machine = pool_machine(pool, ctx.catalog)
+        if node is None or machine is None or node.cpu is None or node.memory is None:
+            continue
+        for field, asked, room in (("cpu", workload.cpu, node.cpu), ("memory", workload.memory, node.memory)):
+            if asked is None or parse_quantity(asked) <= parse_quantity(room):
+                continue
+            yield ctx.error(
+                POD_EXCEEDS_MACHINE,
+                (*workload.path, "resources", field),
+                f"workload '{workload.name}' asks {field} {asked} per pod, but a {machine.name} node of pool "
+                f"'{pool.name}' leaves {room} to pods ({machine.vcpus} vCPUs, {machine.memory_gib} GiB less the "
+                f"kubelet's and system reserve): the pod would stay Pending",
+                f"ask at most {room}, or give pool '{pool.name}' a larger machine type",
+            )
+
+
+RULES = (check_cloud_machines, check_cloud_selectors, check_cloud_driver, check_gke_counts, check_pods_fit_the_machine)

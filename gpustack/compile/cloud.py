@@ -17,7 +17,7 @@ the MIG manager then finds the layout it would make. AKS likewise gets `gpu_inst
 
 from __future__ import annotations
 
-from gpustack.cloud import blueprint_node_image, gke_zone_sizing, matching_machines, pool_machine
+from gpustack.cloud import blueprint_node_image, gke_zone_sizing, matching_machines, pool_accelerator
 from gpustack.cloud import machine_type as pool_machine_type
 from gpustack.compile.mig import uses_mig
 from gpustack.compile.nodes import node_labels
@@ -60,17 +60,16 @@ def _without_none(data: Object) -> Object:
 
 def _gke(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
     assert pool.cloud is not None
-    machine = pool_machine(pool, ctx.catalog)
     image = blueprint_node_image(ctx.blueprint, pool) if pool.gpu is not None else None
     accelerators: list[Object] = []
-    if pool.gpu is not None and machine is not None and image is not None:
+    if pool.gpu is not None and image is not None:
         # Google's driver (installed by GKE, LATEST) where the image brings the driver; the GPU Operator's
         # otherwise, which runs only on Ubuntu (gpustack.cloud, NVIDIA's GKE page).
         accelerators.append(
             _without_none(
                 {
-                    "type": machine.accelerator,
-                    "count": machine.count,
+                    "type": pool_accelerator(pool, ctx.catalog),
+                    "count": pool.gpu.count,
                     "gpu_driver_installation_config": {
                         "gpu_driver_version": "LATEST" if image.has_driver else "INSTALLATION_DISABLED"
                     },
@@ -87,7 +86,9 @@ def _gke(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
             "disk_size_gb": pool.cloud.disk_gb,
             "disk_type": pool.cloud.disk_type,
             "labels": labels,
-            "taints": [{"key": t.key, "value": t.value or "", "effect": GKE_EFFECTS[t.effect]} for t in _own_taints(pool)],
+            "taints": [
+                {"key": t.key, "value": t.value or "", "effect": GKE_EFFECTS[t.effect]} for t in _own_taints(pool)
+            ],
             "guest_accelerators": accelerators,
         }
     )
@@ -116,7 +117,8 @@ def _eks(ctx: Context, pool: NodePool, labels: dict[str, str]) -> Object:
             "disk_size": pool.cloud.disk_gb,
             "labels": labels,
             "taints": [
-                _without_none({"key": t.key, "value": t.value, "effect": EKS_EFFECTS[t.effect]}) for t in _own_taints(pool)
+                _without_none({"key": t.key, "value": t.value, "effect": EKS_EFFECTS[t.effect]})
+                for t in _own_taints(pool)
             ],
             # EKS wants max_size >= 1; desired_size is only the starting point (the autoscaler moves it).
             "scaling_config": {"desired_size": low, "min_size": low, "max_size": max(high, 1)},

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import GpuModel
+from gpustack.cloud import node_resources
 from gpustack.context import Context
 from gpustack.dra import is_dra
-from gpustack.model import MigStrategy, NodePool, SharingStrategy
+from gpustack.model import MigStrategy, NodePool, NodeResources, SharingStrategy
 from gpustack.names import GFD_PRODUCT_LABEL, POOL_LABEL
 from gpustack.offers import Offer
 from gpustack.quantity import parse_quantity
@@ -24,8 +25,9 @@ from gpustack.simulate.pods import CPU, MEMORY, PODS, Taint, amount
 
 HOSTNAME = "kubernetes.io/hostname"
 MAX_PODS = 110  # the kubelet's default maxPods
-# Resources a pool may leave unstated: then no pod is refused for them (gpustack cannot know the machine).
-UNSTATED = frozenset({CPU, MEMORY})
+# Resources a pool may leave unstated: then no pod is refused for them (gpustack cannot know the machine). A
+# blueprint never states a node's disk, so ephemeral-storage is judged only on a live cluster's nodes.
+UNSTATED = frozenset({CPU, MEMORY, "ephemeral-storage"})
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,12 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
     return labels
 
 
-def allocatable(pool: NodePool, offers: tuple[Offer, ...]) -> dict[str, int]:
+def allocatable(pool: NodePool, offers: tuple[Offer, ...], resources: NodeResources | None = None) -> dict[str, int]:
+    """A node's allocatable: its GPU units, pods, and CPU and memory (`resources`: the pool's stated ones, or its
+    cloud machine's allocatable, gpustack.cloud.node_resources)."""
     out = {offer.resource: offer.per_node for offer in offers}
     out[PODS] = pool.max_pods if pool.max_pods is not None else MAX_PODS
-    resources = pool.node_resources
+    resources = resources if resources is not None else pool.node_resources
     if resources is not None and resources.cpu is not None:
         out[CPU] = amount(CPU, resources.cpu)
     if resources is not None and resources.memory is not None:
@@ -139,8 +143,11 @@ def build_inventory(context: Context, node_objects: Iterable[Mapping[str, Any]] 
         own = {POOL_LABEL: pool.name, **dict(pool.labels)}
         pool_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
         # A DRA pool's GPUs are devices in ResourceSlices, not extended resources of the node.
+        resources = node_resources(pool, context.catalog)
         capacity = (
-            {**allocatable(pool, ()), **node_devices(context, pool)} if is_dra(pool) else allocatable(pool, offers)
+            {**allocatable(pool, (), resources), **node_devices(context, pool)}
+            if is_dra(pool)
+            else allocatable(pool, offers, resources)
         )
         if pool.selector is not None:
             # A selector pool's nodes are the provider's to create: as many as it may hold, named after the pool,
