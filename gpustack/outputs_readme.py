@@ -25,6 +25,7 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "admission": "admission policies that keep tenants on their pools",
     "kueue": "Kueue queues and flavors",
     "volcano": "Volcano queues",
+    "kai": "KAI Scheduler queues",
     "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
     "dra-admission": "admission policies that keep tenants' DRA claims on their own pools' DeviceClasses",
 }

@@ -15,13 +15,13 @@ What is registered, in dependency order (each stage waits for every earlier one)
    Node (`Node.get`), which fails on a node that does not exist: a patch alone would create it. Selector pools
    get no patch: their provider labels their nodes. After the MIG ConfigMap, because the GPU Operator acts on a
    node's `nvidia.com/mig.config` at once.
-3. Every Helm release of the Plan (the GPU Operator or the NVIDIA device plugin; HAMi, Volcano or Kueue where
+3. Every Helm release of the Plan (the GPU Operator or the NVIDIA device plugin; HAMi, Volcano, Kueue or KAI where
    used) with the compiled values: as a `helm/v4` Chart, or as a `helm/v3` Release where the chart needs its Helm
-   hooks (GPU Operator, HAMi, Volcano: `HelmRelease.needs_hooks`), which a v4 Chart skips. Both wait for their
+   hooks (GPU Operator, HAMi, Volcano, KAI: `HelmRelease.needs_hooks`), which a v4 Chart skips. Both wait for their
    resources to be ready (neither sets skipAwait), as `helm --wait` does. After the labels, so the device
    plugin starts on nodes that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
-   Volcano queues). After the charts, which install their CRDs (the Volcano and Kueue releases come
+   Volcano and KAI queues). After the charts, which install their CRDs (the Volcano, Kueue and KAI releases come
    with the tenants that use them).
 5. `<name>-workloads` (built-in kinds) and `<name>-custom-workloads` (e.g. Volcano Jobs).
 
