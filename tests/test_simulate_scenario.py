@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from builders import sourceless
 
-from gpustack.codes import ALIAS, MISSING_FIELD, OUT_OF_RANGE, UNKNOWN_FIELD, WRONG_TYPE
+from gpustack.codes import ALIAS, MISSING_FIELD, OUT_OF_RANGE, UNKNOWN_FIELD, WRONG_TYPE, YAML_SYNTAX
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
 from gpustack.model import Blueprint
@@ -59,7 +59,10 @@ def test_bad_pod_spec_parts_point_at_their_line(blueprint: Blueprint) -> None:
 
 
 def test_yaml_is_loaded_hardened(blueprint: Blueprint) -> None:
-    found = problems("workloads: &a\n  llm: *a\n", blueprint)
+    found = problems("workloads: &a\n  llm: *a\n", blueprint)  # an alias inside its own anchor
+    assert found and found[0][0] == YAML_SYNTAX
+    bomb = "a: &a [" + ",".join(["x"] * 100) + "]\nb: [" + ",".join(["*a"] * 200) + "]\n"
+    found = problems(bomb, blueprint)
     assert found and found[0][0] == ALIAS
 
 

@@ -234,3 +234,12 @@ def test_a_template_moved_to_another_namespace_stays_in_its_tenants(tmp_path: Pa
     assert validation.context is not None
     found = [m.obj for m in compile_blueprint(validation.context).objects if m.kind == "Deployment"]
     assert [o["metadata"]["namespace"] for o in found] == ["ml"]
+
+
+def test_simulate_places_the_recipe_whose_nodes_state_no_disk() -> None:
+    # A blueprint states no node's disk: ephemeral-storage requests are not refused for it (as cpu and memory are
+    # not where nodeResources is left out); a live cluster's nodes are judged on their allocatable.
+    result = CliRunner().invoke(group, ["simulate", str(RECIPE)])
+    assert result.exit_code == 0, result.output
+    assert "Insufficient ephemeral-storage" not in result.output
+    assert "all 4 pod(s) placed" in result.output
