@@ -16,10 +16,10 @@ from typing import Any
 from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
-from gpustack.model import NodePool, SharingStrategy
+from gpustack.model import NodePool, Scheduler, SharingStrategy
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib, json_number
-from gpustack.schedulers import closed_resources
+from gpustack.schedulers import closed_resources, kai_gpu_quota, kai_parent_queue
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
@@ -98,6 +98,7 @@ class TenantCapacity:
     scheduler: str
     pools: tuple[str, ...]  # the pools the tenant may use
     grants: tuple[Grant, ...]
+    kai_queue: tuple[str, int, int] | None = None  # a KAI tenant's parent Queue: name, gpu quota and limit in units
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,13 @@ def measure_capacity(context: Context) -> Capacity:
     pools = tuple(pool_capacity(context, pool, demand.get(pool.name, {})) for pool in context.blueprint.pools)
     by_pool = {p.name: p for p in pools}
     tenants = tuple(
-        TenantCapacity(tenant.name, str(tenant.scheduler), tenant.pools, tuple(_grants(context, tenant.name, by_pool)))
+        TenantCapacity(
+            tenant.name,
+            str(tenant.scheduler),
+            tenant.pools,
+            tuple(_grants(context, tenant.name, by_pool)),
+            (kai_parent_queue(tenant), *kai_gpu_quota(tenant)) if tenant.scheduler is Scheduler.KAI else None,
+        )
         for tenant in context.blueprint.tenants
     )
     return Capacity(context.blueprint.name, pools, tenants, tuple([*_warnings(context), *_gang_warnings(context)]))
@@ -340,6 +347,7 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
             {
                 "name": tenant.name,
                 "scheduler": tenant.scheduler,
+                **_kai_queue(tenant),
                 "grants": [
                     {
                         "pool": g.pool,
@@ -357,6 +365,14 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
         ],
         "warnings": [{"pool": pool, "message": message} for pool, message in capacity.warnings],
     }
+
+
+def _kai_queue(tenant: TenantCapacity) -> dict[str, Any]:
+    """A KAI tenant's queue beside its quota, in KAI's GPU units (a MIG device counts its compute slices)."""
+    if tenant.kai_queue is None:
+        return {}
+    name, quota, limit = tenant.kai_queue
+    return {"kaiQueue": {"name": name, "gpuQuota": quota, "gpuLimit": limit}}
 
 
 def format_json(data: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ KAI_SCHEDULER = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_CHART_QUEUES = frozenset({"default-parent-queue", "default-queue"})
 KAI_WHOLE_GPU = "nvidia.com/gpu"
+KAI_UNLIMITED = -1
 MAX_LABEL_VALUE = 63
 _KAI_MIG = re.compile(r"nvidia\.com/mig-(?:\d+c\.)?(\d+)g\.\d+gb(?:[+-][a-z.]+)?")
 _BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
@@ -62,6 +63,18 @@ def kai_gpu_units(resource: str) -> int | None:
         return 1
     match = _KAI_MIG.fullmatch(resource)
     return int(match.group(1)) if match else None
+
+
+def kai_gpu_quota(tenant: Tenant) -> tuple[int, int]:
+    """A KAI tenant's (quota, limit) in GPU units: its quota summed as KAI counts it (a name KAI does not count is
+    refused before compile, GS514); the limit is -1 (none) when it holds a pool whole, as its ResourceQuota has none."""
+    quota = sum(
+        amount * (kai_gpu_units(full_resource_name(short)) or 0)
+        for _pool, items in tenant.quota
+        for short, amount in items
+    )
+    whole = any(not has_pool_quota(tenant, pool) for pool in tenant.pools)
+    return quota, KAI_UNLIMITED if whole else quota
 
 
 def queue_name(tenant: Tenant) -> str:

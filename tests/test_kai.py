@@ -15,6 +15,7 @@ import manifest_schemas
 import pytest
 from conftest import BLUEPRINTS
 
+from gpustack.capacity import capacity_data, format_text, measure_capacity
 from gpustack.codes import KAI_QUEUE_NAME, KAI_UNCOUNTED_SHARING
 from gpustack.compile import compile_blueprint
 from gpustack.compile.kai import CHART_REPOSITORY, CHART_VERSION, leaf_quotas
@@ -208,3 +209,17 @@ def test_one_total_across_a_kai_tenants_namespaces_needs_no_per_namespace_warnin
     assert "GS507" not in [d.code for d in validate_path(KAI).diagnostics]
     text = _source().replace("namespaces: [serving]", "namespaces: [serving, serving-canary]")
     assert "GS507" in [d.code for d in validate_text(text, "kai.yaml").diagnostics]
+
+
+def test_capacity_shows_each_kai_tenants_queue_beside_its_quota() -> None:
+    data = capacity_data(measure_capacity(context()), "kai.yaml")
+    queues_by_tenant = {t["name"]: t.get("kaiQueue") for t in data["tenants"]}
+    assert queues_by_tenant == {
+        "training": {"name": "training", "gpuQuota": 12, "gpuLimit": 12},
+        "serving": {"name": "serving", "gpuQuota": 30, "gpuLimit": 30},
+    }
+    text = format_text(data)
+    assert "serving (scheduler kai; KAI queue serving: 30 GPU units guaranteed, limit 30" in text
+    result = validate_path(BLUEPRINTS / "kueue.yaml")
+    assert result.context is not None
+    assert all("kaiQueue" not in t for t in capacity_data(measure_capacity(result.context), "k")["tenants"])

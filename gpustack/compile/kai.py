@@ -27,12 +27,11 @@ from typing import Any
 from gpustack.context import Context
 from gpustack.model import Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL
-from gpustack.offers import full_resource_name
 from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.schedulers import (
     KAI_QUEUE_LABEL,
-    has_pool_quota,
-    kai_gpu_units,
+    KAI_UNLIMITED,
+    kai_gpu_quota,
     kai_leaf_queue,
     kai_parent_queue,
     kai_tenants,
@@ -49,7 +48,7 @@ CHART_VERSION = "v0.17.0"
 CHART_REPOSITORY = "oci://ghcr.io/kai-scheduler/kai-scheduler"
 NAMESPACE = "kai-scheduler"
 QUEUE_API_VERSION = "scheduling.run.ai/v2"
-UNLIMITED = -1
+UNLIMITED = KAI_UNLIMITED
 OVER_QUOTA_WEIGHT = 1
 DEFAULT_PARENT_QUEUE = "default-parent-queue"
 DEFAULT_QUEUE = "default-queue"
@@ -59,7 +58,7 @@ def compile_kai(ctx: Context) -> FamilyOutput:
     tenants = kai_tenants(ctx)
     if not tenants:
         return FamilyOutput()
-    objects = [Manifest(FAMILY, QUEUES_FILE, obj) for tenant in tenants for obj in tenant_queues(ctx, tenant)]
+    objects = [Manifest(FAMILY, QUEUES_FILE, obj) for tenant in tenants for obj in tenant_queues(tenant)]
     release = HelmRelease(
         name=RELEASE_NAME,
         chart=CHART_NAME,
@@ -91,17 +90,6 @@ def chart_values() -> Object:
     }
 
 
-def gpu_units(ctx: Context, tenant: Tenant) -> tuple[int, int]:
-    """The tenant's (quota, limit) in KAI GPU units: its quota summed as KAI counts it; limit -1 with a whole pool."""
-    quota = 0
-    for _pool, items in tenant.quota:
-        for short, amount in items:
-            units = kai_gpu_units(full_resource_name(short))
-            quota += amount * (units or 0)  # a name KAI does not count is refused before compile (GS514)
-    whole = any(not has_pool_quota(tenant, pool) for pool in tenant.pools)
-    return quota, UNLIMITED if whole else quota
-
-
 def _resources(gpu_quota: int, gpu_limit: int) -> dict[str, Any]:
     unlimited = {"quota": UNLIMITED, "limit": UNLIMITED, "overQuotaWeight": OVER_QUOTA_WEIGHT}
     return {
@@ -130,8 +118,8 @@ def _queue(name: str, tenant: Tenant, resources: dict[str, Any], parent: str | N
     }
 
 
-def tenant_queues(ctx: Context, tenant: Tenant) -> list[Object]:
-    quota, limit = gpu_units(ctx, tenant)
+def tenant_queues(tenant: Tenant) -> list[Object]:
+    quota, limit = kai_gpu_quota(tenant)
     parent = kai_parent_queue(tenant)
     queues = [_queue(parent, tenant, _resources(quota, limit))]
     for namespace, share in zip(tenant.namespaces, leaf_quotas(quota, len(tenant.namespaces)), strict=True):
