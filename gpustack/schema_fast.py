@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import marshal
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -91,7 +92,35 @@ def _cached_ref(validator: KeywordValidator, ref: str, instance: Any, schema: Ma
     resolved = lookup(ref)
     if passes_leaf(resolved.contents, instance):
         return
-    yield from validator.descend(instance, resolved.contents, resolver=resolved.resolver)
+    key = _valid_key(ref, instance)
+    if key is not None and key in _VALID:
+        return
+    errors = list(validator.descend(instance, resolved.contents, resolver=resolved.resolver))
+    if key is not None and not errors:
+        if len(_VALID) >= _VALID_MAX:
+            _VALID.clear()
+        _VALID.add(key)
+    yield from errors
+
+
+# --- values already found valid ------------------------------------------------------------------------------------
+# A fleet repeats its small mappings: 1,000 pools carry 21 distinct label maps, 3 sharing blocks, one nodeResources.
+# A `$ref` target that a value with the same marshal bytes already passed passes again: every `$ref` here is local and
+# jsonschema's verdict depends on nothing but the schema and the value, and marshal's bytes pin the value exactly
+# (types, so 1 is not 1.0 nor True; key order; every nested value), as review/manifests.py's compare does. Only
+# passes are remembered, so every error is still found and worded by jsonschema. A value marshal cannot write (none
+# from the YAML reader) takes the plain descent. The set is bounded: a long-lived process starts it afresh when full.
+_VALID: set[tuple[str, bytes]] = set()
+_VALID_MAX = 100_000
+
+
+def _valid_key(ref: str, instance: Any) -> tuple[str, bytes] | None:
+    if not isinstance(instance, dict | list):
+        return None  # a leaf is checked faster than it is written
+    try:
+        return ref, marshal.dumps(instance)
+    except ValueError:
+        return None
 
 
 # --- the leaf fast path --------------------------------------------------------------------------
