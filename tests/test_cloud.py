@@ -231,8 +231,10 @@ def test_karpenter_node_pool_is_a_valid_v1_nodepool_with_requirements_and_limits
     manifest = spec.args
     jsonschema.validate(manifest, json.loads(KARPENTER_SCHEMA.read_text()))
     requirements = {r["key"]: r["values"] for r in manifest["spec"]["template"]["spec"]["requirements"]}
-    # Every instance type with 4 x A10G, for Karpenter to choose from.
-    assert requirements["node.kubernetes.io/instance-type"] == ["g5.12xlarge", "g5.24xlarge"]
+    # Any instance with 4 x A10G, by Karpenter's GPU labels, for Karpenter to choose from.
+    assert requirements["karpenter.k8s.aws/instance-gpu-name"] == ["a10g"]
+    assert requirements["karpenter.k8s.aws/instance-gpu-count"] == ["4"]
+    assert requirements["karpenter.k8s.aws/instance-gpu-manufacturer"] == ["nvidia"]
     assert requirements["karpenter.sh/capacity-type"] == ["on-demand"]
     assert requirements["topology.kubernetes.io/zone"] == ["us-east-1a"]
     assert manifest["spec"]["limits"] == {"nvidia.com/gpu": "16"}

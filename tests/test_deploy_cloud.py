@@ -131,7 +131,10 @@ def test_a_karpenter_pool_registers_a_nodepool_object_with_the_kubernetes_provid
     assert nodepool.name == "gs-node-pool-k"
     spec = nodepool.inputs["spec"]
     assert spec["limits"] == {"nvidia.com/gpu": "24"}
-    assert spec["template"]["spec"]["requirements"][0]["values"] == ["g6.48xlarge"]
+    # By GPU (Karpenter's instance-gpu-* labels): any instance with 8 x L4.
+    requirements = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+    assert requirements["karpenter.k8s.aws/instance-gpu-name"] == ["l4"]
+    assert requirements["karpenter.k8s.aws/instance-gpu-count"] == ["8"]
     assert spec["template"]["metadata"]["labels"]["gpustack.io/pool"] == "k"
     # The NodePool selects what the device plugin's affinity requires: karpenter.sh/nodepool=k.
     plugin = harness.of_type("kubernetes:helm.sh/v4:Chart")

@@ -17,7 +17,7 @@ the MIG manager then finds the layout it would make. AKS likewise gets `gpu_inst
 
 from __future__ import annotations
 
-from gpustack.cloud import blueprint_node_image, gke_zone_sizing, matching_machines, pool_accelerator
+from gpustack.cloud import blueprint_node_image, gke_zone_sizing, machines, matching_machines, pool_accelerator
 from gpustack.cloud import machine_type as pool_machine_type
 from gpustack.compile.mig import uses_mig
 from gpustack.compile.nodes import node_labels
@@ -159,14 +159,12 @@ def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) ->
     """The karpenter.sh/v1 NodePool that launches the pool's nodes (on AWS, through its EC2NodeClass)."""
     assert pool.cloud is not None
     _, high = _size(pool)
-    # The instance type named, or every one with the pool's GPUs: Karpenter picks the cheapest it can launch.
-    named = pool.cloud.machine_type
-    types = (
-        [named] if named is not None else [m.name for m in matching_machines(pool.cloud.provider, ctx.catalog, pool)]
-    )
-    requirements: list[Object] = [
-        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot" if pool.cloud.spot else "on-demand"]},
+    # Spot first, on-demand when spot has none: with both allowed Karpenter launches spot and falls back
+    # (https://karpenter.sh/docs/concepts/nodepools/#capacity-type).
+    capacity = ["spot", "on-demand"] if pool.cloud.spot else ["on-demand"]
+    requirements = [
+        *_karpenter_machines(ctx, pool),
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": capacity},
     ]
     if pool.cloud.zones:
         requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.cloud.zones)})
@@ -182,12 +180,22 @@ def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) ->
                     },
                     "requirements": requirements,
                     "taints": [taint_object(t) for t in _own_taints(pool)],
+                    # Karpenter's default expires every node after 720 h, draining GPU jobs that run for weeks;
+                    # a GPU pool's nodes live until they are empty (expiry is forceful: no budget holds it).
+                    "expireAfter": "Never" if pool.gpu is not None else None,
                 }
             ),
         },
         # GPU nodes are consolidated only when empty: moving a running training or inference pod costs more
-        # than the node.
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m"},
+        # than the node. A drifted GPU node (new AMI, changed EC2NodeClass) is not replaced under running pods
+        # either (budget 0 for Drifted); empty ones go as before (https://karpenter.sh/docs/concepts/disruption/).
+        "disruption": _without_none(
+            {
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": "5m",
+                "budgets": [{"nodes": "0", "reasons": ["Drifted"]}] if pool.gpu is not None else None,
+            }
+        ),
     }
     if pool.gpu is not None:
         # Karpenter has no node count; the pool's maxNodes is a ceiling on the GPUs it may launch.
@@ -200,11 +208,32 @@ def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) ->
     }
 
 
+def _karpenter_machines(ctx: Context, pool: NodePool) -> list[Object]:
+    """The NodePool's machine requirements: the instance type named; else by GPU (karpenter.k8s.aws/instance-gpu-*
+    labels: https://karpenter.sh/docs/reference/instance-types/) where the GPU's name is one model's alone in the
+    EC2 table, so Karpenter may pick any instance with those GPUs; else every instance type with them."""
+    assert pool.cloud is not None
+    if pool.cloud.machine_type is not None:
+        return [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [pool.cloud.machine_type]}]
+    found = matching_machines(pool.cloud.provider, ctx.catalog, pool)
+    names = {m.accelerator for m in found}
+    models = {m.gpu for m in machines(pool.cloud.provider) if m.accelerator in names}
+    if pool.gpu is not None and len(names) == 1 and len(models) == 1 and None not in names:
+        return [
+            {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
+            {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": sorted(names)},
+            {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": [str(pool.gpu.count)]},
+        ]
+    return [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [m.name for m in found]}]
+
+
 def _document(spec_args: Object, pool: NodePool, provider: str) -> Object:
-    """The spec in the provider's own shape: Terraform/gcloud names for GKE, an eksctl managed node group, an AKS
-    agentPool (ARM, camelCase), the Karpenter NodePool itself."""
+    """The spec in one dialect per file: a Terraform `google_container_node_pool` for GKE (Terraform's names: its
+    repeated blocks are singular, `taint` and `guest_accelerator`, where Pulumi says `taints`, `guest_accelerators`),
+    an eksctl managed node group (eksctl's spellings: `NoSchedule`, amiFamily), an AKS agentPool (ARM, camelCase),
+    the Karpenter NodePool itself."""
     if provider == "gke":
-        return {"google_container_node_pool": spec_args}
+        return {"google_container_node_pool": _terraform_gke(spec_args)}
     if provider == "eks":
         scaling = spec_args["scaling_config"]
         return {
@@ -213,14 +242,15 @@ def _document(spec_args: Object, pool: NodePool, provider: str) -> Object:
                     {
                         "name": spec_args["node_group_name"],
                         "instanceTypes": spec_args["instance_types"],
-                        "amiFamily": "AmazonLinux2023",
+                        "amiFamily": _EKSCTL_AMI_FAMILIES[str(spec_args["ami_type"]).split("_")[0]],
                         "spot": True if spec_args["capacity_type"] == "SPOT" else None,
                         "volumeSize": spec_args.get("disk_size"),
                         "minSize": scaling["min_size"],
                         "maxSize": scaling["max_size"],
                         "desiredCapacity": scaling["desired_size"],
                         "labels": spec_args["labels"],
-                        "taints": spec_args.get("taints", []),
+                        # eksctl spells effects as Kubernetes does (https://eksctl.io/usage/nodegroup-taints/).
+                        "taints": [{**t, "effect": _EKSCTL_EFFECTS[t["effect"]]} for t in spec_args.get("taints", [])],
                     }
                 )
             ]
@@ -230,6 +260,17 @@ def _document(spec_args: Object, pool: NodePool, provider: str) -> Object:
         rest = {("osDiskSizeGB" if k == "osDiskSizeGb" else k): v for k, v in rest.items()}
         return {"name": spec_args["agent_pool_name"], "properties": rest}
     return spec_args
+
+
+_EKSCTL_AMI_FAMILIES = {"AL2023": "AmazonLinux2023", "BOTTLEROCKET": "Bottlerocket"}
+_EKSCTL_EFFECTS = {api: kube for kube, api in EKS_EFFECTS.items()}
+# Pulumi's plural list names -> Terraform's singular nested block names (google provider, container_node_pool).
+_TERRAFORM_BLOCKS = {"taints": "taint", "guest_accelerators": "guest_accelerator"}
+
+
+def _terraform_gke(spec_args: Object) -> Object:
+    config = {_TERRAFORM_BLOCKS.get(k, k): v for k, v in spec_args.get("node_config", {}).items()}
+    return {**spec_args, "node_config": config} if "node_config" in spec_args else dict(spec_args)
 
 
 def _camel(name: str) -> str:
@@ -255,14 +296,23 @@ def node_pool_specs(ctx: Context) -> list[NodePoolSpec]:
     return specs
 
 
+# What each file is, in its one dialect.
+DIALECTS = {
+    "gke": "the Terraform google_container_node_pool arguments (Terraform's names)",
+    "eks": "an eksctl ClusterConfig managedNodeGroups entry (eksctl's names)",
+    "aks": "the ARM agentPool (Azure REST names)",
+    "karpenter": "the karpenter.sh/v1 NodePool manifest",
+}
+
+
 def compile_cloud(ctx: Context) -> FamilyOutput:
     specs = node_pool_specs(ctx)
     artifacts = [
         Artifact(
             spec.file,
-            f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': the {spec.resource} for pool "
-            f"'{spec.pool}'.\n# `pulumi up` with gpustack's stack registers it; not applied by kustomize.\n"
-            + dump_yaml(spec.document),
+            f"# Generated by gpustack from blueprint '{ctx.blueprint.name}': {DIALECTS[spec.provider]} for pool "
+            f"'{spec.pool}'.\n# `pulumi up` with gpustack's stack registers the same as {spec.resource}; not applied "
+            "by kustomize.\n" + dump_yaml(spec.document),
             f"the {spec.provider} node pool for pool `{spec.pool}` (machine type, GPUs, labels, taints, autoscaling)",
         )
         for spec in specs
