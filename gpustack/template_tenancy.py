@@ -17,7 +17,7 @@ from gpustack.names import VOLCANO_DEFAULT_QUEUE, VOLCANO_QUEUE_ANNOTATION, VOLC
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import Object
 from gpustack.quantity import parse_quantity
-from gpustack.schedulers import queue_name
+from gpustack.schedulers import KAI_SCHEDULER, queue_name
 from gpustack.selection import HOSTNAME_LABEL, pool_node_labels
 from gpustack.taints import read_toleration, taint_text
 from gpustack.template_kinds import VOLCANO_JOB, PodTemplate, at, containers, every_metadata, kind_of, listed
@@ -141,6 +141,8 @@ def _allowed_schedulers(ctx: Context, workload: Workload) -> set[Any]:
     tenant = ctx.tenants.get(workload.tenant)
     if tenant is not None and tenant.scheduler is Scheduler.VOLCANO:
         names.add(VOLCANO_SCHEDULER)
+    if tenant is not None and tenant.scheduler is Scheduler.KAI:
+        names.add(KAI_SCHEDULER)  # what gpustack writes on a KAI tenant's pods (workloads.scheduler_name)
     pool = ctx.pools.get(workload.pool)
     if pool is not None and pool.sharing.strategy is SharingStrategy.HAMI:
         names.add(ctx.blueprint.hami.scheduler_name)
