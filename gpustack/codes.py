@@ -52,6 +52,7 @@ RECOMMEND_NO_FIT = "GS311"
 CLOUD_DRIVER_CONFLICT = "GS313"
 POD_EXCEEDS_MACHINE = "GS314"
 MACHINE_TYPE_UNLISTED = "GS315"
+KARPENTER_DISK_IGNORED = "GS316"
 MPS_WITH_MIG = "GS401"
 TOO_FEW_REPLICAS = "GS402"
 MPS_TOO_MANY_CLIENTS = "GS403"
@@ -160,6 +161,7 @@ CODES: dict[str, str] = {
     CLOUD_DRIVER_CONFLICT: "the GPU Operator's driver or toolkit contradicts a cloud pool's node image",
     POD_EXCEEDS_MACHINE: "a workload's pod asks more CPU or memory than its cloud pool's machine leaves to pods",
     MACHINE_TYPE_UNLISTED: "a cloud pool's machine type is not in gpustack's table; its stated resources are trusted",
+    KARPENTER_DISK_IGNORED: "a Karpenter pool's diskGb or diskType, which its NodePool cannot carry",
     # sharing (gpustack.checks.sharing)
     MPS_WITH_MIG: "MPS combined with MIG",
     TOO_FEW_REPLICAS: "time-slicing or MPS with fewer than 2 replicas",
@@ -702,6 +704,12 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "figures, which it cannot check.",
         "Check the figures against the provider's machine type page, or ask for the machine type to be added to the "
         "table.",
+    ),
+    KARPENTER_DISK_IGNORED: (
+        "A Karpenter pool sets `cloud.diskGb` or `cloud.diskType`, but a karpenter.sh/v1 NodePool has no disk "
+        "fields: the EC2NodeClass it names (`nodeClass`) sizes its nodes' disks with `blockDeviceMappings`, so the "
+        "value would not reach AWS.",
+        "Remove the field and set `blockDeviceMappings` in the EC2NodeClass the pool names.",
     ),
     SOFT_ISOLATION: (
         "A pool granted to a tenant, in a blueprint with two or more tenants, has only a `PreferNoSchedule` taint or "

@@ -102,3 +102,15 @@ def test_an_eks_disk_type_is_refused_at_the_line() -> None:
     result = validate_text(json.dumps(data), "t.json")
     assert [".".join(map(str, d.path)) for d in result.diagnostics] == ["spec.nodePools.0.cloud.diskType"]
     assert "launch template" in (result.diagnostics[0].message + (result.diagnostics[0].hint or ""))
+
+
+def test_a_karpenter_disk_setting_is_warned_where_it_is_written() -> None:
+    data = {
+        "apiVersion": "gpustack.io/v1alpha1",
+        "kind": "ClusterBlueprint",
+        "metadata": {"name": "t"},
+        "spec": {"kubernetes": {"version": "1.31"}, "nodePools": [karpenter(diskGb=200, nodeClass="gpu")]},
+    }
+    [found] = validate_text(json.dumps(data), "t.json").diagnostics
+    assert (found.code, found.severity.value) == ("GS316", "warning")
+    assert found.path == ("spec", "nodePools", 0, "cloud", "diskGb") and "EC2NodeClass 'gpu'" in (found.hint or "")

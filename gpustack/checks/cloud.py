@@ -25,6 +25,7 @@ from gpustack.codes import (
     CLOUD_DRIVER_CONFLICT,
     CLOUD_SELECTOR_ELSEWHERE,
     GKE_ZONE_COUNT,
+    KARPENTER_DISK_IGNORED,
     MACHINE_TYPE_MISMATCH,
     MACHINE_TYPE_UNLISTED,
     POD_EXCEEDS_MACHINE,
@@ -250,4 +251,30 @@ def check_pods_fit_the_machine(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-RULES = (check_cloud_machines, check_cloud_selectors, check_cloud_driver, check_gke_counts, check_pods_fit_the_machine)
+def check_karpenter_disks(ctx: Context) -> Iterator[Diagnostic]:
+    """A Karpenter NodePool has no disk fields: its EC2NodeClass's blockDeviceMappings size the disks
+    (https://karpenter.sh/docs/concepts/nodeclasses/), so diskGb and diskType would not reach the cloud."""
+    for pool in ctx.blueprint.pools:
+        cloud = pool.cloud
+        if cloud is None or cloud.provider != "karpenter":
+            continue
+        for field, value in (("diskGb", cloud.disk_gb), ("diskType", cloud.disk_type)):
+            if value is None:
+                continue
+            yield ctx.warning(
+                KARPENTER_DISK_IGNORED,
+                (*cloud.path, field),
+                f"Karpenter pool '{pool.name}': a NodePool has no disk settings, so {field} {value} is not applied; "
+                f"the disks are EC2NodeClass '{cloud.node_class}''s",
+                f"remove {field} and set blockDeviceMappings in EC2NodeClass '{cloud.node_class}'",
+            )
+
+
+RULES = (
+    check_cloud_machines,
+    check_cloud_selectors,
+    check_cloud_driver,
+    check_gke_counts,
+    check_pods_fit_the_machine,
+    check_karpenter_disks,
+)
