@@ -260,3 +260,11 @@ def test_every_gke_key_exists_in_the_upstream_chart() -> None:
     assert not written - upstream_keys()
     aks = values_of(pool("aks", "T4", 1, count=1))
     assert "operator.runtimeClass" in written_keys(aks) and not written_keys(aks) - upstream_keys()
+
+
+def test_the_node_pool_file_does_not_ask_the_provider_for_the_clouds_own_taints() -> None:
+    from gpustack.outputs import render_files
+
+    aks = pool("aks", "T4", 1, name="spot", count=1, cloud={"spot": True})
+    text = render_files(compile_blueprint(sourceless(blueprint(aks))))["nodes/spot.node-pool.yaml"]
+    assert "scalesetpriority" not in text
