@@ -599,9 +599,9 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Pass the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
     ),
     SNAPSHOT_UNKNOWN_PRODUCT: (
-        "A node's `nvidia.com/gpu.product` label names a GPU the catalog does not know; `import` keeps its pool, "
-        "commented out, instead of dropping it.",
-        "Check `gpustack models TEXT` for the product, then uncomment the pool with a catalog key as `gpu.model`.",
+        "A node's `nvidia.com/gpu.product` label names a GPU the catalog does not know; `import` gives its nodes a "
+        "pool of their own without `gpu` (and a `# guessed:` line), instead of dropping them.",
+        "Check `gpustack models TEXT` for the product, then set the pool's `gpu.model` to its catalog key.",
     ),
     SNAPSHOT_NO_PRODUCT_LABEL: (
         "A node advertises NVIDIA GPUs but carries no `nvidia.com/gpu.product` label, so `import` cannot tell the "
@@ -611,7 +611,8 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
     ),
     SNAPSHOT_MIG_UNREADABLE: (
         "A MIG node's GFD counts do not make the same layout on every GPU, and the snapshot has no mig-parted "
-        "ConfigMap that says which GPU holds what, so `import` leaves the pool out.",
+        "ConfigMap that says which GPU holds what, so `import` writes the pool without `sharing` (and a `# guessed:` "
+        "line).",
         "Include the MIG manager's ConfigMap in the snapshot (`kubectl get cm -n gpu-operator -o yaml`), or write "
         "the pool's `mig.groups` by hand.",
     ),

@@ -43,6 +43,7 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
         "l4-pool",
         "h100-sxm5-80gb-mig",
         "a100-train",
+        "nvidia-quantum-q9000",  # issue 27: an unknown GPU's node has a pool of its own, without gpu
     ]
     # MIG single: GFD counts 7 slices, the blueprint one whole A100 with seven 1g.10gb.
     single = _pool(result, "a100-pcie-80gb-mig")
@@ -94,17 +95,22 @@ def test_tenants_from_namespaces_with_gpu_quotas() -> None:
     ]  # kube-system's quota is not a tenant's
 
 
-def test_unknown_product_is_reported_and_kept_commented_out() -> None:
+def test_unknown_product_is_reported_and_kept_in_a_pool_of_its_own() -> None:
     result = _imported()
     (diagnostic,) = result.diagnostics
     assert diagnostic.code == SNAPSHOT_UNKNOWN_PRODUCT
     assert diagnostic.message == (
         "unknown GPU product 'NVIDIA-Quantum-Q9000' on ws-1: expected a model in gpustack's catalog (gpustack models);"
-        " pool 'nvidia-quantum-q9000' is written commented out"
+        " pool 'nvidia-quantum-q9000' is written without gpu"
     )
     assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (147, 31)
     assert diagnostic.json_path == "$.items[7].metadata.labels['nvidia.com/gpu.product']"
-    assert "#     - ws-1" in result.text
+    pool = _pool(result, "nvidia-quantum-q9000")
+    assert pool["nodes"] == ["ws-1"] and "gpu" not in pool and "sharing" not in pool
+    assert (
+        "  # guessed: gpu: not understood (GPU product 'NVIDIA-Quantum-Q9000' is not in gpustack's catalog on ws-1); "
+        "a pool of its own, without gpu, until it is set" in result.text.splitlines()
+    )
 
 
 def test_written_blueprint_validates_and_marks_guesses() -> None:
@@ -173,7 +179,7 @@ def test_cli_writes_the_blueprint_and_reports_warnings(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     assert "warning[GS021]: unknown GPU product 'NVIDIA-Quantum-Q9000'" in run.stderr
     assert "147 |       nvidia.com/gpu.product: NVIDIA-Quantum-Q9000" in run.stderr
-    assert run.stderr.endswith("wrote " + str(out) + ": 4 pool(s), 2 tenant(s)\n")
+    assert run.stderr.endswith("wrote " + str(out) + ": 5 pool(s), 2 tenant(s)\n")
     assert validate_path(out).ok
 
 
@@ -198,7 +204,8 @@ def test_cli_without_gpu_nodes_writes_nothing(tmp_path: Path) -> None:
 def test_legacy_gfd_labels() -> None:
     """-SHARED without a sharing-strategy label is a guessed time-slicing; a node without gpu.product is GS022."""
     result = import_snapshot(read_snapshot(str(CASES / "legacy-gfd.yaml")), "legacy")
-    (t4,) = result.data["spec"]["nodePools"]
+    rtx, t4 = result.data["spec"]["nodePools"]
+    assert rtx == {"name": "gpu", "nodes": ["rtx-1"], "nodeResources": {"cpu": "31", "memory": "120Gi"}}
     assert t4["name"] == "t4-ts4" and t4["gpu"] == {"model": "T4", "count": 1}
     assert t4["sharing"] == {"strategy": "time-slicing", "timeSlicing": {"replicas": 4, "renameByDefault": False}}
     assert "  # guessed: time-slicing: the product ends in -SHARED but no label says time-slicing or MPS" in (
@@ -207,7 +214,7 @@ def test_legacy_gfd_labels() -> None:
     (missing,) = result.diagnostics
     assert (missing.code, missing.message) == (
         SNAPSHOT_NO_PRODUCT_LABEL,
-        "node rtx-1 has GPUs but no nvidia.com/gpu.product label; pool 'gpu' (rtx-1) is written commented out",
+        "node rtx-1 has GPUs but no nvidia.com/gpu.product label; pool 'gpu' (rtx-1) is written without gpu",
     )
     assert validate_text(result.text, "legacy.yaml").ok
 
@@ -242,9 +249,11 @@ def test_uneven_mig_without_its_config_is_reported() -> None:
     assert (problem.code, problem.message) == (
         SNAPSHOT_MIG_UNREADABLE,
         "the MIG layout of h100-x (mig.config 'half-and-half') cannot be read from the labels: expected the same "
-        "layout on every GPU, or the mig-parted ConfigMap; pool 'h100-sxm5-80gb-mig' is left out",
+        "layout on every GPU, or the mig-parted ConfigMap; pool 'h100-sxm5-80gb-mig' is written without sharing",
     )
-    assert [p["name"] for p in result.data["spec"]["nodePools"]] == ["l4"]
+    # issue 27: the node keeps a pool of its own, without the layout that could not be read
+    assert [p["name"] for p in result.data["spec"]["nodePools"]] == ["h100-sxm5-80gb-mig", "l4"]
+    assert "sharing" not in result.data["spec"]["nodePools"][0]
 
 
 def test_every_snapshot_code_is_exercised() -> None:

@@ -250,7 +250,9 @@ def test_n6_a_forged_mig_config_alone_is_never_read() -> None:
     """Without the operator's mig-parted ConfigMap the layout is unreadable (GS023), not the tenant's."""
     result = import_snapshot(parse_snapshot(UNEVEN + _mig_config_map("mig", "aaa", FORGED_LAYOUT), "s.yaml"), "s")
     assert [d.code for d in result.diagnostics] == ["GS023"]
-    assert result.text == ""
+    # issue 27: the node keeps a pool of its own, without the sharing that could not be read (never the forged one)
+    (pool,) = result.data["spec"]["nodePools"]
+    assert "sharing" not in pool and pool["nodes"] == ["h100-x"]
 
 
 # N7: linear in pools.
@@ -348,7 +350,8 @@ def test_n17_o_json_prints_a_report_and_writes_no_file_named_json(tmp_path: Path
     assert (report["apiVersion"], report["kind"]) == ("gpustack.io/v1alpha1", "ImportReport")
     assert report["written"] is False and report["outFile"] is None
     assert report["blueprint"]["spec"]["nodePools"][1]["name"] == "l4-pool"
-    assert (report["poolCount"], report["tenantCount"], report["warningCount"]) == (4, 2, 1)
+    # issue 27: the unknown product's node has a pool of its own (without gpu), not a commented-out one
+    assert (report["poolCount"], report["tenantCount"], report["warningCount"]) == (5, 2, 1)
     assert {"section": "nodePools", "name": "l4-pool", "kind": "guessed"}.items() <= report["notes"][2].items()
 
 

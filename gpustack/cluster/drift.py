@@ -6,20 +6,30 @@ cluster's side is the snapshot.
 Only what gpustack owns is compared: a label gpustack does not set is nobody's drift, but a taint that is not
 the system's and not the pool's is, since it keeps the pool's workloads off the node; so is a cordon the
 blueprint does not list (or a listed one that is gone), and a pod limit other than the pool's maxPods.
+
+Drift is told from adoption: what gpustack would only add to make a cluster its own (its ownership labels, the
+device-plugin and MIG config labels, on a node that carries none of its own; a quota of gpustack's name where the
+namespace's quotas already enforce the same; an admission policy binding not there yet) changes nothing a running
+pod sees, so it is listed as an adoption step and is not drift. A value that differs, a taint, a quota that
+changed or is gone, a binding whose validationActions changed, a node in no pool: those are drift.
+Tenant quotas are compared when the snapshot holds ResourceQuota or Namespace objects, admission policy bindings
+when it holds ValidatingAdmissionPolicyBinding objects (the kinds `drift --help` names).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from gpustack.cluster.labels import is_gpu_node, user_taints
-from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotTaint
+from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotQuota, SnapshotTaint
 from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy
-from gpustack.names import GFD_PRODUCT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, GFD_PRODUCT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import NodeTaint, Plan, PoolNodes
+from gpustack.quantity import parse_quantity
 from gpustack.selection import describe_selection, pool_requirements, selects
 from gpustack.taints import taint_text
 
@@ -29,6 +39,11 @@ API_VERSION = "gpustack.io/v1alpha1"
 KIND = "DriftReport"
 # Resources HAMi's plugin advertises beside nvidia.com/gpu; drift checks them only on HAMi pools.
 _HAMI_ONLY = ("nvidia.com/gpumem", "nvidia.com/gpucores")
+# Labels gpustack adds to take a node over: where the node has none, adding one restarts nothing that runs.
+_ADOPTION_LABELS = frozenset({DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL})
+_ADOPTION_DOMAIN = POOL_LABEL.split("/", 1)[0] + "/"  # gpustack.io/: gpustack's own labels
+QUOTA_KINDS = ("ResourceQuota", "Namespace")
+BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,7 @@ class PoolDrift:
     name: str
     nodes: tuple[str, ...]
     differences: tuple[Difference, ...]
+    adoption: tuple[Difference, ...] = ()  # what gpustack would only add: not drift
 
 
 @dataclass(frozen=True)
@@ -54,10 +70,17 @@ class Drift:
     snapshot: str
     pools: tuple[PoolDrift, ...]
     extra_nodes: tuple[Difference, ...]
+    objects: tuple[Difference, ...] = ()  # tenant quotas and admission policy bindings (node is '')
+    object_adoption: tuple[Difference, ...] = ()
+    not_compared: tuple[str, ...] = ()  # kinds the snapshot does not hold, so not compared
 
     @property
     def differences(self) -> tuple[Difference, ...]:
-        return (*(d for pool in self.pools for d in pool.differences), *self.extra_nodes)
+        return (*(d for pool in self.pools for d in pool.differences), *self.extra_nodes, *self.objects)
+
+    @property
+    def adoption(self) -> tuple[Difference, ...]:
+        return (*(d for pool in self.pools for d in pool.adoption), *self.object_adoption)
 
     @property
     def in_sync(self) -> bool:
@@ -66,7 +89,7 @@ class Drift:
 
 def _labels(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
     out = []
-    actual = dict(node.labels)
+    actual = node.label_map
     for key, value in planned.labels.items():
         found = actual.get(key)
         if found != value:
@@ -74,6 +97,28 @@ def _labels(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
             message = f"label {key}: expected '{value}', found {what}"
             out.append(Difference(node.name, "label", key, value, found, message))
     return out
+
+
+def _adopts(difference: Difference, node: SnapshotNode | None) -> bool:
+    """Whether gpustack would only add this to a node not yet its own (no gpustack.io/, device-plugin or MIG config
+    label): one of those labels, or the MIG manager's state (no MIG config label, so no manager has acted)."""
+    if node is not None and any(_owned(key) for key in node.label_map):
+        return False  # gpustack's node already: a label of its own gone is drift
+    if difference.kind == "label" and difference.actual is None:
+        return _owned(difference.key)
+    if difference.kind == "mig-state" and difference.actual is None and node is not None:
+        return node.label(MIG_CONFIG_LABEL) is None
+    return False
+
+
+def _owned(key: str) -> bool:
+    return key.startswith(_ADOPTION_DOMAIN) or key in _ADOPTION_LABELS
+
+
+def _adoption_message(difference: Difference) -> str:
+    if difference.kind == "mig-state":
+        return f"{MIG_CONFIG_LABEL} set: the MIG manager then confirms the layout ({MIG_STATE_LABEL})"
+    return f"label {difference.key}={difference.expected} added"
 
 
 def _taints(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
@@ -96,7 +141,9 @@ def _taints(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
 
 
 def _resources(ctx: Context, pool: NodePool, node: SnapshotNode) -> list[Difference]:
-    offers = {offer.resource: offer.per_node for offer in ctx.offers.get(pool.name, ())}
+    # A DRA pool's GPUs are in the driver's ResourceSlices, never in the node's allocatable.
+    dra = pool.allocation == "dra"
+    offers = {} if dra else {offer.resource: offer.per_node for offer in ctx.offers.get(pool.name, ())}
     actual = {
         name: int(node.allocatable_amount(name)) for name, _ in node.allocatable if name.startswith(RESOURCE_PREFIX)
     }
@@ -182,17 +229,30 @@ def _size(pool: NodePool, found: int) -> list[Difference]:
 def _pool_drift(ctx: Context, planned: PoolNodes, pool: NodePool, snapshot: ClusterSnapshot) -> PoolDrift:
     names = pool_nodes(pool, snapshot)
     differences: list[Difference] = _size(pool, len(names))
+    adoption: list[Difference] = []
     for name in names:
         node = snapshot.node(name)
         if node is None:
             differences.append(Difference(name, "missing-node", "", name, None, "missing from the cluster"))
             continue
-        differences += _gpu(ctx, pool, node)
-        differences += _labels(planned, node)
+        found = [*_gpu(ctx, pool, node), *_labels(planned, node)]
         for check in (_resources, _mig_state, _scheduling):
-            differences += check(ctx, pool, node)
-        differences += _taints(planned, node)
-    return PoolDrift(pool.name, names, tuple(differences))
+            found += check(ctx, pool, node)
+        found += _taints(planned, node)
+        for difference in found:
+            if _adopts(difference, node):
+                adopted = Difference(
+                    difference.node,
+                    difference.kind,
+                    difference.key,
+                    difference.expected,
+                    difference.actual,
+                    _adoption_message(difference),
+                )
+                adoption.append(adopted)
+            else:
+                differences.append(difference)
+    return PoolDrift(pool.name, names, tuple(differences), tuple(adoption))
 
 
 def _extra_nodes(blueprint: Blueprint, snapshot: ClusterSnapshot) -> list[Difference]:
@@ -221,7 +281,88 @@ def compare(context: Context, plan: Plan, snapshot: ClusterSnapshot, blueprint_f
         planned = plan.pool(pool.name)
         assert planned is not None, pool.name  # compile plans every pool of a valid blueprint
         pools.append(_pool_drift(context, planned, pool, snapshot))
-    return Drift(blueprint_file, snapshot.file, tuple(pools), tuple(_extra_nodes(blueprint, snapshot)))
+    objects: list[Difference] = []
+    adoption: list[Difference] = []
+    not_compared: list[str] = []
+    if any(kind in snapshot.kinds for kind in QUOTA_KINDS):
+        _quotas(plan, snapshot, objects, adoption)
+    elif any(m.kind == "ResourceQuota" for m in plan.objects):
+        not_compared.append("ResourceQuota")
+    if BINDING_KIND in snapshot.kinds:
+        _bindings(plan, snapshot, objects, adoption)
+    elif any(m.kind == BINDING_KIND for m in plan.objects):
+        not_compared.append(BINDING_KIND)
+    return Drift(
+        blueprint_file,
+        snapshot.file,
+        tuple(pools),
+        tuple(_extra_nodes(blueprint, snapshot)),
+        tuple(objects),
+        tuple(adoption),
+        tuple(not_compared),
+    )
+
+
+def _enforced(quotas: list[SnapshotQuota], resource: str) -> Decimal | None:
+    """What a namespace's unscoped quotas let its pods have of a resource: the smallest, as the API server enforces."""
+    found = [parse_quantity(amount) for q in quotas if not q.scoped for name, amount in q.hard if name == resource]
+    return min(found) if found else None
+
+
+def _quotas(plan: Plan, snapshot: ClusterSnapshot, objects: list[Difference], adoption: list[Difference]) -> None:
+    """Each tenant quota the Plan makes against the namespace's quotas: the same name's, else all of them."""
+    by_namespace: dict[str, list[SnapshotQuota]] = {}
+    for quota in snapshot.quotas:
+        by_namespace.setdefault(quota.namespace, []).append(quota)
+    for manifest in plan.objects:
+        if manifest.kind != "ResourceQuota":
+            continue
+        namespace = manifest.namespace or "default"
+        key = f"{namespace}/{manifest.name}"
+        hard = {str(k): str(v) for k, v in (manifest.obj.get("spec", {}).get("hard") or {}).items()}
+        present = by_namespace.get(namespace, [])
+        same = [q for q in present if q.name == manifest.name]
+        if not present:
+            message = f"ResourceQuota {key}: missing (the namespace has no quota)"
+            objects.append(Difference("", "quota", key, ", ".join(f"{k}={v}" for k, v in hard.items()), None, message))
+            continue
+        compared = same or present
+        changed = [
+            (resource, amount, _enforced(compared, resource))
+            for resource, amount in sorted(hard.items())
+            if _enforced(compared, resource) != parse_quantity(amount)
+        ]
+        for resource, amount, found in changed:
+            what = "no limit" if found is None else _amount(found)
+            message = f"ResourceQuota {key}: {resource} expected {amount}, found {what}"
+            objects.append(
+                Difference("", "quota", f"{key}:{resource}", amount, None if found is None else _amount(found), message)
+            )
+        if not same and not changed:
+            names = ", ".join(q.name for q in present)
+            message = f"ResourceQuota {key} created beside {names}, which already enforce the same"
+            adoption.append(Difference("", "quota", key, None, None, message))
+
+
+def _amount(value: Decimal) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _bindings(plan: Plan, snapshot: ClusterSnapshot, objects: list[Difference], adoption: list[Difference]) -> None:
+    found = {binding.name: binding for binding in snapshot.policy_bindings}
+    for manifest in plan.objects:
+        if manifest.kind != BINDING_KIND:
+            continue
+        actions = tuple(str(a) for a in manifest.obj.get("spec", {}).get("validationActions") or ())
+        binding = found.get(manifest.name)
+        expected = ", ".join(actions)
+        if binding is None:
+            message = f"{BINDING_KIND} {manifest.name} created ({expected})"
+            adoption.append(Difference("", "policy-binding", manifest.name, expected, None, message))
+        elif tuple(sorted(binding.validation_actions)) != tuple(sorted(actions)):
+            actual = ", ".join(binding.validation_actions) or "none"
+            message = f"{BINDING_KIND} {manifest.name}: validationActions expected {expected}, found {actual}"
+            objects.append(Difference("", "policy-binding", manifest.name, expected, actual, message))
 
 
 # --- reporters -----------------------------------------------------------------------------------------------
@@ -233,9 +374,21 @@ def _count(drift: Drift) -> str:
     return f"{len(differences)} difference(s) on {nodes} node(s)"
 
 
+def _tail_text(drift: Drift) -> list[str]:
+    """Adoption steps and kinds not compared, after the drift (or the all-clear)."""
+    lines: list[str] = []
+    if drift.adoption:
+        lines += ["", f"adoption: {len(drift.adoption)} step(s) gpustack would only add (not drift):"]
+        lines += [f"  {d.node or 'cluster'}: {d.message}" for d in drift.adoption]
+    if drift.not_compared:
+        lines += ["", f"not compared (not in the snapshot): {', '.join(drift.not_compared)}"]
+    return lines
+
+
 def format_text(drift: Drift) -> str:
     if drift.in_sync:
-        return f"{drift.snapshot} matches {drift.blueprint}: {len(drift.pools)} pool(s) in sync\n"
+        lines = [f"{drift.snapshot} matches {drift.blueprint}: {len(drift.pools)} pool(s) in sync", *_tail_text(drift)]
+        return "\n".join(lines) + "\n"
     lines = [f"drift between {drift.blueprint} and {drift.snapshot}: {_count(drift)}"]
     for pool in drift.pools:
         state = f"{len(pool.differences)} difference(s)" if pool.differences else "in sync"
@@ -244,23 +397,38 @@ def format_text(drift: Drift) -> str:
     if drift.extra_nodes:
         lines += ["", "nodes in no pool:"]
         lines += [f"  {d.node}: {d.message}" for d in drift.extra_nodes]
-    return "\n".join(lines) + "\n"
+    if drift.objects:
+        lines += ["", "cluster objects:"]
+        lines += [f"  {d.message}" for d in drift.objects]
+    return "\n".join([*lines, *_tail_text(drift)]) + "\n"
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _tail_markdown(drift: Drift) -> str:
+    lines: list[str] = []
+    if drift.adoption:
+        lines += ["", f"Adoption ({len(drift.adoption)} step(s) gpustack would only add, not drift):", ""]
+        lines += [f"- {_cell(d.node or 'cluster')}: {_cell(d.message)}" for d in drift.adoption]
+    if drift.not_compared:
+        lines += ["", f"Not compared (not in the snapshot): {', '.join(drift.not_compared)}."]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def format_markdown(drift: Drift) -> str:
     if drift.in_sync:
-        return f"### Cluster in sync\n\n`{drift.snapshot}` matches `{drift.blueprint}` ({len(drift.pools)} pools).\n"
+        head = f"### Cluster in sync\n\n`{drift.snapshot}` matches `{drift.blueprint}` ({len(drift.pools)} pools).\n"
+        return head + _tail_markdown(drift)
     lines = [f"### Cluster drift: {_count(drift)}", "", f"`{drift.snapshot}` against `{drift.blueprint}`."]
     lines += ["", "| pool | nodes | differences |", "|---|---:|---:|"]
     lines += [f"| {_cell(p.name)} | {len(p.nodes)} | {len(p.differences)} |" for p in drift.pools]
     rows = [(p.name, d) for p in drift.pools for d in p.differences] + [("", d) for d in drift.extra_nodes]
+    rows += [("", d) for d in drift.objects]
     lines += ["", "| pool | node | what | difference |", "|---|---|---|---|"]
     lines += [f"| {_cell(pool) or '—'} | {_cell(d.node)} | {d.kind} | {_cell(d.message)} |" for pool, d in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + _tail_markdown(drift)
 
 
 def _difference_data(difference: Difference) -> dict[str, Any]:
@@ -287,8 +455,14 @@ def report_data(drift: Drift) -> dict[str, Any]:
                 "nodes": list(pool.nodes),
                 "inSync": not pool.differences,
                 "differences": [_difference_data(d) for d in pool.differences],
+                "adoption": [_difference_data(d) for d in pool.adoption],
             }
             for pool in drift.pools
         ],
         "extraNodes": [_difference_data(d) for d in drift.extra_nodes],
+        # Added in issue 27 (additive: v1alpha1 readers that ignore unknown fields read on): tenant quotas and
+        # policy bindings that drifted, what gpustack would only add, and the kinds the snapshot lacked.
+        "objects": [_difference_data(d) for d in drift.objects],
+        "adoption": [_difference_data(d) for d in drift.object_adoption],
+        "notCompared": list(drift.not_compared),
     }

@@ -5,8 +5,11 @@ pool, the GPU product without its -SHARED/-MIG suffixes, whole-GPU count, sharin
 nodes a provider made (a cloud node-pool or Karpenter label) become a selector pool on that label, sized by
 the nodes found, since a node list would go stale the next time the provider replaces a node;
 tenants come from namespaces with GPU quotas. Every inference that the labels do not pin down is written
-as a `# guessed:` comment above the line it concerns, and unknown GPU products are reported (GS021) and
-kept, commented out, so no node silently disappears.
+as a `# guessed:` comment above the line it concerns. Names older drivers wrote are read as today's
+(data/gfd-legacy.yaml); a node still not understood (an unknown product, GS021; no product label, GS022; an
+unreadable MIG layout, GS023) gets a pool of its own without what was not understood, so no node disappears and
+one node never stops the import. The blueprint is validated as it is made: a pool the validator refuses loses its
+sharing, then its gpu, and only then its place (written commented out).
 """
 
 from __future__ import annotations
@@ -16,20 +19,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.catalog import Catalog, load_catalog
 from gpustack.cluster.configs import read_configs
 from gpustack.cluster.labels import (
     COUNT,
     GPU_RESOURCE,
-    MIG_STRATEGY,
     POOL_ORIGIN_LABELS,
     PROVIDER_POOL_LABELS,
     REPLICAS,
-    SHARING_STRATEGY,
     is_gpu_node,
     is_system_label,
+    model_by_family,
     user_taints,
 )
+from gpustack.cluster.sharing import base_product, int_label, mig_sharing, mig_time_slicing, replication
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
 from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
@@ -45,12 +48,9 @@ from gpustack.names import (
 )
 from gpustack.quantity import parse_quantity
 from gpustack.schema import MAX_ENTRIES
+from gpustack.validation import validate_text
 from gpustack.yamlout import dump_yaml
 
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
-_MIG_COUNT = re.compile(r"^nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\.[a-z0-9.]+)?)\.count$")
-_MIG_SUFFIX = re.compile(r"-MIG-(?P<profile>[A-Za-z0-9.+]+?)(?:-SHARED)?$")
-_SHARED_SUFFIX = "-SHARED"
 DEFAULT_KUBERNETES = "1.33"
 KUBELET_MAX_PODS = 110
 
@@ -90,153 +90,6 @@ class Import:
     notes: tuple[tuple[str, str, str], ...] = ()
 
 
-def _int_label(node: SnapshotNode, key: str) -> int | None:
-    value = node.label(key)
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def _base_product(product: str) -> str:
-    base = product[: -len(_SHARED_SUFFIX)] if product.upper().endswith(_SHARED_SUFFIX) else product
-    return _MIG_SUFFIX.sub("", base)
-
-
-def _replication(
-    node: SnapshotNode, product: str, plugin_config: Mapping[str, Any] | None, guesses: list[str]
-) -> dict[str, Any] | None:
-    strategy = node.label(SHARING_STRATEGY)
-    replicas = _int_label(node, REPLICAS) or 1
-    renamed = node.allocatable_map.get(f"{GPU_RESOURCE}.shared") is not None
-    sharing_config = plugin_config.get("sharing") if plugin_config is not None else None
-    if isinstance(sharing_config, dict):
-        for kind in ("timeSlicing", "mps"):
-            block = sharing_config.get(kind)
-            resources = block.get("resources") if isinstance(block, dict) else None
-            if isinstance(block, dict) and isinstance(resources, list) and resources and isinstance(resources[0], dict):
-                settings: dict[str, Any] = {"replicas": int(resources[0].get("replicas", replicas))}
-                settings["renameByDefault"] = bool(block.get("renameByDefault", False))
-                settings["failRequestsGreaterThanOne"] = bool(block.get("failRequestsGreaterThanOne", False))
-                return {"strategy": "time-slicing" if kind == "timeSlicing" else "mps", kind: settings}
-    if strategy in ("time-slicing", "mps") and replicas > 1:
-        kind = "timeSlicing" if strategy == "time-slicing" else "mps"
-        guesses.append(
-            f"failRequestsGreaterThanOne: not on the node's labels (the device plugin config "
-            f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); gpustack's default"
-        )
-        return {"strategy": strategy, kind: {"replicas": replicas, "renameByDefault": renamed}}
-    if product.upper().endswith(_SHARED_SUFFIX) or renamed:
-        # GFD before v0.15 wrote no sharing-strategy label; -SHARED alone cannot tell time-slicing from MPS.
-        guesses.append("time-slicing: the product ends in -SHARED but no label says time-slicing or MPS")
-        return {"strategy": "time-slicing", "timeSlicing": {"replicas": max(replicas, 2), "renameByDefault": renamed}}
-    return None
-
-
-def _mig_groups(entries: list[Any], gpus: int) -> list[dict[str, Any]] | None:
-    """mig-parted entries as blueprint MIG groups; None when they cannot be written as groups."""
-    groups: list[dict[str, Any]] = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        devices = entry.get("devices")
-        if entry.get("mig-enabled") is False and isinstance(devices, list):
-            groups.append({"devices": devices, "whole": True})  # GPUs left whole beside the MIG ones
-            continue
-        if entry.get("mig-enabled") is not True:
-            continue
-        layout = entry.get("mig-devices")
-        if not isinstance(layout, dict):
-            return None
-        indexes = list(range(gpus)) if devices == "all" else devices
-        if not isinstance(indexes, list):
-            return None
-        groups.append({"devices": indexes, "layout": {str(k): int(v) for k, v in layout.items()}})
-    return groups if any("layout" in group for group in groups) else None
-
-
-def _mig_time_slicing(
-    node: SnapshotNode, plugin_config: Mapping[str, Any] | None, guesses: list[str]
-) -> dict[str, Any] | None:
-    """mig.timeSlicing from the plugin config's replicated nvidia.com/mig-* resources, or else GFD's per-profile
-    replicas labels; None where the MIG instances are not time-sliced."""
-    sharing = plugin_config.get("sharing") if plugin_config is not None else None
-    block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
-    resources = block.get("resources") if isinstance(block, dict) else None
-    if isinstance(block, dict) and isinstance(resources, list):
-        replicas = [
-            int(r["replicas"])
-            for r in resources
-            if isinstance(r, dict)
-            and str(r.get("name", "")).startswith(MIG_RESOURCE_PREFIX)
-            and isinstance(r.get("replicas"), int)
-        ]
-        if replicas:
-            return {
-                "replicas": max(replicas),
-                "renameByDefault": bool(block.get("renameByDefault", False)),
-                "failRequestsGreaterThanOne": bool(block.get("failRequestsGreaterThanOne", False)),
-            }
-    labelled = [
-        int(value)
-        for key, value in node.labels
-        if key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(".replicas") and value.isdigit()
-    ]
-    if not labelled or max(labelled) < 2:
-        return None
-    renamed = any(name.startswith(MIG_RESOURCE_PREFIX) and name.endswith(".shared") for name, _ in node.allocatable)
-    guesses.append(
-        f"mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels (the device plugin config "
-        f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); failRequestsGreaterThanOne "
-        "is gpustack's default"
-    )
-    return {"replicas": max(labelled), "renameByDefault": renamed}
-
-
-def _mig(
-    node: SnapshotNode, model: GpuModel | None, product: str, parted: dict[str, list[Any]], guesses: list[str]
-) -> tuple[dict[str, Any] | None, int | None]:
-    """MIG sharing and the node's whole-GPU count where MIG decides it (single strategy counts slices)."""
-    strategy = node.label(MIG_STRATEGY)
-    config = node.label(MIG_CONFIG_LABEL)
-    if strategy not in ("single", "mixed") or config == "all-disabled":
-        return None, None
-    count = _int_label(node, COUNT)
-    if strategy == "single":
-        match = _MIG_SUFFIX.search(product)
-        if match is None:
-            return None, None
-        profile = match["profile"]
-        known = model.mig.profile(profile) if model is not None and model.mig is not None else None
-        per_gpu = known.max_count if known is not None else 1
-        if config is not None and config in parted and count is not None:
-            groups = _mig_groups(parted[config], count)
-            if groups is not None and len(groups) == 1 and "layout" in groups[0]:
-                per_gpu = groups[0]["layout"].get(profile, per_gpu)
-        whole = count // per_gpu if count is not None and per_gpu else None
-        guesses.append(
-            f"gpu.count: {whole} whole GPUs, from {count} MIG devices of {profile} at {per_gpu} per GPU "
-            "(under the single strategy GFD counts slices)"
-        )
-        return {"strategy": "mig", "mig": {"strategy": "single", "layout": {profile: per_gpu}}}, whole
-    if count is not None and config is not None and config in parted:
-        groups = _mig_groups(parted[config], count)
-        if groups is not None:
-            if len(groups) == 1 and "layout" in groups[0] and groups[0]["devices"] == list(range(count)):
-                return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": groups[0]["layout"]}}, None
-            return {"strategy": "mig", "mig": {"strategy": "mixed", "groups": groups}}, None
-    totals = {
-        match["profile"]: int(value)
-        for key, value in node.labels
-        if (match := _MIG_COUNT.match(key)) is not None and value.isdigit()
-    }
-    if count and totals and all(total % count == 0 for total in totals.values()):
-        guesses.append(
-            f"MIG layout: the same on every GPU, from the node's MIG device counts divided by its {count} GPUs "
-            f"(the mig-parted config '{config}' was not in the snapshot)"
-        )
-        layout = {profile: total // count for profile, total in sorted(totals.items())}
-        return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": layout}}, None
-    return {"unreadable-mig": config or "unnamed"}, None
-
-
 def _node_pool(
     node: SnapshotNode,
     catalog: Catalog,
@@ -245,34 +98,45 @@ def _node_pool(
 ) -> _Pool:
     guesses: list[str] = []
     product = node.label(GFD_PRODUCT_LABEL) or ""
-    base = _base_product(product) if product else ""
-    model = catalog.resolve(base) if base else None
-    count = _int_label(node, COUNT)
+    base = base_product(product) if product else ""
+    model = catalog.resolve(base) if base else model_by_family(catalog, node)
+    if not product and model is not None:
+        guesses.append(
+            f"gpu.model: {model.key}, the one catalog GPU of the node's gpu.family and gpu.memory labels "
+            f"(no {GFD_PRODUCT_LABEL} label on {node.name})"
+        )
+    count = int_label(node, COUNT)
     sharing: dict[str, Any] | None
     if node.label(HAMI_DEVICE_PLUGIN_LABEL) == HAMI_DEVICE_PLUGIN:
         sharing = {"strategy": "hami"}
-        guesses.append("HAMi settings: not on the node's labels; HAMi's defaults")
+        gpus, advertised = int_label(node, COUNT), int(node.allocatable_amount(GPU_RESOURCE))
+        if gpus and advertised and advertised % gpus == 0:  # HAMi's plugin advertises count x splitCount
+            sharing["hami"] = {"splitCount": advertised // gpus}
+            guesses.append("HAMi memoryScaling and coreScaling: not on the node's labels; HAMi's defaults")
+        else:
+            guesses.append("HAMi settings: not on the node's labels; HAMi's defaults")
     else:
-        sharing, whole = _mig(node, model, product, parted, guesses)
+        sharing, whole = mig_sharing(node, model, product, parted, guesses)
         if whole is not None:
             count = whole
         plugin_config = plugin_configs.get(node.label(DEVICE_PLUGIN_CONFIG_LABEL) or "")
         if sharing is None:
-            sharing = _replication(node, product, plugin_config, guesses)
+            sharing = replication(node, product, plugin_config, guesses)
         elif isinstance(sharing.get("mig"), dict) and sharing["mig"].get("strategy") == "mixed":
-            sliced = _mig_time_slicing(node, plugin_config, guesses)
+            sliced = mig_time_slicing(node, plugin_config, guesses)
             if sliced is not None:
                 sharing["mig"]["timeSlicing"] = sliced
     if count is None:
         allocatable = int(node.allocatable_amount(GPU_RESOURCE))
-        replicas = _int_label(node, REPLICAS) or 1
+        replicas = int_label(node, REPLICAS) or 1
         count = max(allocatable // replicas, 1)
         guesses.append(f"gpu.count: no {COUNT} label; {count} from the node's allocatable {GPU_RESOURCE}")
     model_name = model.key if model is not None else base
-    if not product:
-        guesses.append(f"gpu.model: no {GFD_PRODUCT_LABEL} label on {node.name}")
+    if model is None:
+        what = f"GPU product '{product}' is not in gpustack's catalog" if product else f"no {GFD_PRODUCT_LABEL} label"
+        guesses.append(f"gpu: not understood ({what} on {node.name}); a pool of its own, without gpu, until it is set")
     # gpustack switches the operator's plugin off on HAMi pools (HAMi's label says so) and on DRA pools.
-    dra = node.label(OPERATOR_DEVICE_PLUGIN_LABEL) == "false" and sharing != {"strategy": "hami"}
+    dra = node.label(OPERATOR_DEVICE_PLUGIN_LABEL) == "false" and (sharing or {}).get("strategy") != "hami"
     if dra:
         guesses.append(f"allocation: dra, since {OPERATOR_DEVICE_PLUGIN_LABEL}=false and no HAMi label")
     cloud = next(((key, node.label(key)) for key in POOL_ORIGIN_LABELS if node.label(key)), None)
@@ -348,7 +212,9 @@ def _smallest(nodes: Iterable[SnapshotNode], resource: str) -> str | None:
 
 
 def _pool_data(pool: _Pool) -> dict[str, Any]:
-    data: dict[str, Any] = {"name": pool.name, "gpu": pool.gpu}
+    data: dict[str, Any] = {"name": pool.name}
+    if not pool.unknown:  # a GPU not understood: its node has a pool, the pool no gpu until one is set by hand
+        data["gpu"] = pool.gpu
     if pool.provider is None:
         data["nodes"] = [n.name for n in pool.nodes]
     else:
@@ -377,9 +243,9 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         note = f"cordoned now: {', '.join(cordoned)} (a selector pool names no nodes, so none is listed)"
         if note not in pool.guesses:
             pool.guesses.append(note)
-    if pool.dra:
+    if pool.dra and not pool.unknown:
         data["allocation"] = "dra"
-    if pool.sharing is not None and "unreadable-mig" not in pool.sharing:
+    if pool.sharing is not None and "unreadable-mig" not in pool.sharing and not pool.unknown:
         data["sharing"] = pool.sharing
     return data
 
@@ -434,29 +300,31 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     pools = list(by_key.values())
     _name_pools(pools)
     diagnostics = [d for pool in pools for d in _pool_diagnostics(pool, snapshot, catalog)]
-    known: list[_Pool] = []
-    left_out: list[_Pool] = []  # written commented out, after the blueprint
     for pool in pools:
-        readable = not pool.unknown and (pool.sharing is None or "unreadable-mig" not in pool.sharing)
-        (known if readable else left_out).append(pool)
-    if len(known) > MAX_ENTRIES:  # the blueprint would be refused (GS106): say so before writing it all out
-        return Import("", {}, (*diagnostics, _too_many_pools(snapshot, len(known))))
-    advertised = {p.name: p.advertised() for p in known}
-    tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
-    version, version_guess = _kubernetes_version(snapshot)
-    spec: dict[str, Any] = {"kubernetes": {"version": version}}
-    stack_guess = _stack_guess(known, catalog)
-    if stack_guess is not None:
-        spec["stack"] = "device-plugin"
-    spec["nodePools"] = [_pool_data(p) for p in known]
-    if tenants:
-        spec["tenants"] = tenants
-    data = {
-        "apiVersion": "gpustack.io/v1alpha1",
-        "kind": "ClusterBlueprint",
-        "metadata": {"name": dns_label(name, "imported"), "description": f"Imported from {snapshot.file}."},
-        "spec": spec,
-    }
+        if pool.sharing is not None and "unreadable-mig" in pool.sharing:
+            _degrade(pool, f"the MIG layout (mig.config '{pool.sharing['unreadable-mig']}')")
+    if len(pools) > MAX_ENTRIES:  # the blueprint would be refused (GS106): say so before writing it all out
+        return Import("", {}, (*diagnostics, _too_many_pools(snapshot, len(pools))))
+    known = list(pools)
+    left_out: list[_Pool] = []  # the last resort, written commented out after the blueprint
+    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog)
+    for _ in range(3):  # a pool that does not validate loses its sharing, then its gpu, then its place
+        failing = _failing_pools(data)
+        if not failing:
+            break
+        for pool in [known[index] for index in failing]:
+            if pool.sharing is not None:
+                _degrade(pool, "the sharing the labels imply")
+            elif not pool.unknown:
+                pool.unknown = True
+                pool.guesses.append(
+                    f"gpu: {pool.gpu['count']} x {pool.gpu['model']} does not validate; left unset until it is set"
+                )
+            else:
+                known.remove(pool)
+                left_out.append(pool)
+        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog)
+    spec = data["spec"]
     notes = {("nodePools", p.name): p.guesses for p in known}
     notes.update({("tenants", t): g for t, g in tenant_notes.items()})
     header = [
@@ -483,6 +351,45 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     return Import(text, data, tuple(diagnostics), tuple(listed))
 
 
+def _degrade(pool: _Pool, what: str) -> None:
+    pool.guesses.append(f"sharing: {what} was not understood; the pool is written without sharing until it is set")
+    pool.sharing = None
+
+
+def _failing_pools(data: dict[str, Any]) -> list[int]:
+    """The indexes of the nodePools the blueprint validator refuses."""
+    check = validate_text(dump_yaml(data), "<imported blueprint>")
+    found = {
+        int(match[1])
+        for d in check.diagnostics
+        if d.severity is Severity.ERROR and (match := re.match(r"\$\.spec\.nodePools\[(\d+)\]", d.json_path or ""))
+    }
+    return sorted(found)
+
+
+def _assemble(
+    snapshot: ClusterSnapshot, name: str, known: list[_Pool], catalog: Catalog
+) -> tuple[dict[str, Any], dict[str, list[str]], str | None, str | None]:
+    """The blueprint of these pools, their tenants' guesses, and the stack and version guesses."""
+    advertised = {p.name: p.advertised() for p in known if not p.unknown}
+    tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
+    version, version_guess = _kubernetes_version(snapshot)
+    spec: dict[str, Any] = {"kubernetes": {"version": version}}
+    stack_guess = _stack_guess(known, catalog)
+    if stack_guess is not None:
+        spec["stack"] = "device-plugin"
+    spec["nodePools"] = [_pool_data(p) for p in known]
+    if tenants:
+        spec["tenants"] = tenants
+    data = {
+        "apiVersion": "gpustack.io/v1alpha1",
+        "kind": "ClusterBlueprint",
+        "metadata": {"name": dns_label(name, "imported"), "description": f"Imported from {snapshot.file}."},
+        "spec": spec,
+    }
+    return data, tenant_notes, stack_guess, version_guess
+
+
 def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) -> list[Diagnostic]:
     node = pool.nodes[0]
     names = ", ".join(n.name for n in pool.nodes)
@@ -493,23 +400,23 @@ def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) 
                 _diagnostic(
                     SNAPSHOT_NO_PRODUCT_LABEL,
                     f"node {node.name} has GPUs but no {GFD_PRODUCT_LABEL} label; pool '{pool.name}' ({names}) is "
-                    "written commented out",
+                    "written without gpu",
                     snapshot,
                     (*node.path, "metadata", "labels"),
                     "run GPU Feature Discovery on the node (labels longer than 63 characters are dropped by NFD), "
-                    "or set gpu.model by hand and uncomment the pool",
+                    "or set the pool's gpu.model by hand",
                 )
             ]
-        suggestions = catalog.suggest(_base_product(product))
+        suggestions = catalog.suggest(base_product(product))
         did_you_mean = f"; nearest known: {', '.join(suggestions)}" if suggestions else ""
         return [
             _diagnostic(
                 SNAPSHOT_UNKNOWN_PRODUCT,
                 f"unknown GPU product '{product}' on {names}: expected a model in gpustack's catalog "
-                f"(gpustack models){did_you_mean}; pool '{pool.name}' is written commented out",
+                f"(gpustack models){did_you_mean}; pool '{pool.name}' is written without gpu",
                 snapshot,
                 (*node.path, "metadata", "labels", GFD_PRODUCT_LABEL),
-                "set gpu.model to the catalog key of this GPU and uncomment the pool",
+                "set the pool's gpu.model to the catalog key of this GPU",
             )
         ]
     if pool.sharing is not None and "unreadable-mig" in pool.sharing:
@@ -518,7 +425,7 @@ def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) 
             _diagnostic(
                 SNAPSHOT_MIG_UNREADABLE,
                 f"the MIG layout of {names} (mig.config '{config}') cannot be read from the labels: expected the "
-                f"same layout on every GPU, or the mig-parted ConfigMap; pool '{pool.name}' is left out",
+                f"same layout on every GPU, or the mig-parted ConfigMap; pool '{pool.name}' is written without sharing",
                 snapshot,
                 (*node.path, "metadata", "labels"),
                 "add the mig-parted ConfigMap (kubectl get configmap -n gpu-operator -o yaml) to the snapshot",

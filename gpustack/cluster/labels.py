@@ -6,6 +6,14 @@ or taint that Kubernetes, a cloud, an autoscaler, NFD/GFD or gpustack itself wri
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+
+from gpustack.catalog import Catalog, GpuModel
 from gpustack.cluster.snapshot import SnapshotNode, SnapshotTaint
 from gpustack.names import (
     CLOUD_POOL_LABELS,
@@ -17,6 +25,8 @@ from gpustack.names import (
 )
 
 COUNT = "nvidia.com/gpu.count"
+FAMILY = "nvidia.com/gpu.family"
+MEMORY = "nvidia.com/gpu.memory"
 REPLICAS = "nvidia.com/gpu.replicas"
 SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
 MIG_STRATEGY = "nvidia.com/mig.strategy"
@@ -58,3 +68,38 @@ def is_gpu_node(node: SnapshotNode) -> bool:
         or any(name.startswith("nvidia.com/") for name, _ in node.allocatable)
         or (labels.get(HAMI_DEVICE_PLUGIN_LABEL) == HAMI_DEVICE_PLUGIN)
     )
+
+
+@dataclass(frozen=True)
+class LegacyNames:
+    """gpustack/data/gfd-legacy.yaml: names older drivers and GFD wrote, and today's."""
+
+    mig_profiles: Mapping[tuple[str, str], str]  # (MIG geometry, profile an older driver named) -> today's name
+    families: Mapping[str, tuple[str, ...]]  # a gpu.family older GFD wrote -> the families it stands for today
+
+
+@functools.cache
+def load_legacy() -> LegacyNames:
+    text = resources.files("gpustack").joinpath("data/gfd-legacy.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    profiles = {(str(e["geometry"]), str(e["legacy"])): str(e["current"]) for e in data["mig_profiles"]}
+    families = {str(e["legacy"]): tuple(str(f) for f in e["current"]) for e in data["families"]}
+    return LegacyNames(profiles, families)
+
+
+def current_profile(model: GpuModel | None, profile: str) -> str:
+    """Today's name of a MIG profile a node's labels name (3g.21gb on a 450-series A100-40GB is 3g.20gb)."""
+    if model is None or model.mig is None:
+        return profile
+    return load_legacy().mig_profiles.get((model.mig.name, profile), profile)
+
+
+def model_by_family(catalog: Catalog, node: SnapshotNode) -> GpuModel | None:
+    """The one catalog model a node's gpu.family and gpu.memory (MiB) labels fit, for a node without gpu.product
+    (NFD drops a product name over 63 characters); None where they fit none or several."""
+    family, memory = node.label(FAMILY), node.label(MEMORY)
+    if family is None or memory is None or not memory.isdigit():
+        return None
+    families = {family, *load_legacy().families.get(family, ())}
+    fits = [m for m in catalog.models.values() if m.family in families and int(memory) in m.memory_mib]
+    return fits[0] if len(fits) == 1 else None

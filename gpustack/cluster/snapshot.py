@@ -21,7 +21,16 @@ from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity,
 from gpustack.load import Document, parse_document, read_document
 from gpustack.quantity import parse_quantity
 
-KINDS = ("Node", "Pod", "PriorityClass", "ResourceQuota", "Namespace", "ConfigMap", "ClusterPolicy")
+KINDS = (
+    "Node",
+    "Pod",
+    "PriorityClass",
+    "ResourceQuota",
+    "Namespace",
+    "ConfigMap",
+    "ClusterPolicy",
+    "ValidatingAdmissionPolicyBinding",
+)
 TERMINAL_PHASES = ("Succeeded", "Failed")  # pods that hold nothing any more
 
 
@@ -144,6 +153,16 @@ class SnapshotClusterPolicy:
 
 
 @dataclass(frozen=True)
+class SnapshotPolicyBinding:
+    """A ValidatingAdmissionPolicyBinding: which policy it binds and what a violation does (Deny, Warn, Audit)."""
+
+    name: str
+    policy_name: str | None
+    validation_actions: tuple[str, ...]
+    path: JsonPath
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     file: str
     nodes: tuple[SnapshotNode, ...]
@@ -154,6 +173,8 @@ class ClusterSnapshot:
     config_maps: tuple[SnapshotConfigMap, ...]
     document: Document | None = field(default=None, repr=False, compare=False)
     cluster_policies: tuple[SnapshotClusterPolicy, ...] = ()
+    policy_bindings: tuple[SnapshotPolicyBinding, ...] = ()
+    kinds: frozenset[str] = frozenset()  # the kinds of the objects the file holds: what drift can compare
 
     def span(self, path: JsonPath) -> Span | None:
         """Where a path of the snapshot file starts, for diagnostics about the cluster."""
@@ -465,6 +486,16 @@ def _cluster_policy(reader: _Reader, item: Mapping[str, Any], path: JsonPath) ->
     )
 
 
+def _policy_binding(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPolicyBinding | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    policy = spec.get("policyName")
+    actions = reader.strings(spec.get("validationActions"), (*path, "spec", "validationActions"), "a validation action")
+    return SnapshotPolicyBinding(named[0], policy if isinstance(policy, str) else None, actions, path)
+
+
 def snapshot_from(document: Document) -> ClusterSnapshot:
     """The records of a loaded snapshot. Raises DiagnosticError (GS020) when an object is malformed."""
     reader = _Reader(document)
@@ -477,9 +508,13 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "Namespace": _namespace,
         "ConfigMap": _config_map,
         "ClusterPolicy": _cluster_policy,
+        "ValidatingAdmissionPolicyBinding": _policy_binding,
     }
+    kinds: set[str] = set()
     for item, path in _items(reader):
         kind = item.get("kind")
+        if isinstance(kind, str):
+            kinds.add(kind)
         if isinstance(kind, str) and kind in builders:
             record = builders[kind](reader, item, path)
             if record is not None:
@@ -496,6 +531,8 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         config_maps=tuple(found["ConfigMap"]),
         document=document,
         cluster_policies=tuple(sorted(found["ClusterPolicy"], key=lambda p: p.name)),
+        policy_bindings=tuple(sorted(found["ValidatingAdmissionPolicyBinding"], key=lambda b: b.name)),
+        kinds=frozenset(kinds),
     )
 
 

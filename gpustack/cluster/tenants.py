@@ -114,6 +114,7 @@ def infer_tenants(
             holders.setdefault(resource, []).append(pool)
     tenants: list[dict[str, Any]] = []
     notes: dict[str, list[str]] = {}
+    limited: dict[str, set[str]] = {}  # tenant -> the resources its quotas name (0 included)
     for name, namespaces in grouped.items():
         guesses = notes.setdefault(name, [])
         if len(namespaces) > 1:
@@ -166,7 +167,30 @@ def infer_tenants(
             guesses.append("priority: no pod in its namespaces runs at one gpustack PriorityClass; normal")
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
         tenants.append({**tenant, "quota": quota})
+        limited[name] = set(hard)
+    _whole_pools(tenants, limited, advertised, notes)
     return tenants, notes
+
+
+def _whole_pools(
+    tenants: list[dict[str, Any]],
+    limited: dict[str, set[str]],
+    advertised: dict[str, dict[str, int]],
+    notes: dict[str, list[str]],
+) -> None:
+    """Pools a tenant holds whole, as gpustack compiles them: its quotas name every other pool's resources and
+    leave this pool's unlimited. Only a pool no tenant has a quota on, so no tenant is given another's pool."""
+    quota_pools = {pool for tenant in tenants for pool in tenant["quota"]}
+    for tenant in tenants:
+        hard = limited[tenant["name"]]
+        for pool, names in advertised.items():
+            others = {r for p, found in advertised.items() if p != pool for r in found if r not in names}
+            if names and pool not in quota_pools and not hard & set(names) and others <= hard:
+                tenant["pools"] = sorted({*tenant["pools"], pool})
+                unlimited = ", ".join(sorted(names))
+                notes.setdefault(tenant["name"], []).append(
+                    f"pools: {pool} held whole, since its quotas limit every other pool's resources but not {unlimited}"
+                )
 
 
 def _shared(limits: dict[str, dict[str, int]], guesses: list[str]) -> dict[str, int]:

@@ -1,0 +1,171 @@
+"""What a node's GFD labels and the device plugin's / mig-parted's configs say about how its GPUs are shared:
+time-slicing or MPS replicas, and MIG layouts (profiles by today's names, cluster/labels.current_profile).
+
+Used by `gpustack import` (cluster/importer.py); each guess is appended to the caller's list as it is made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gpustack.catalog import GpuModel
+from gpustack.cluster.labels import COUNT, GPU_RESOURCE, MIG_STRATEGY, REPLICAS, SHARING_STRATEGY, current_profile
+from gpustack.cluster.snapshot import SnapshotNode
+from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+_MIG_COUNT = re.compile(r"^nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\.[a-z0-9.]+)?)\.count$")
+MIG_SUFFIX = re.compile(r"-MIG-(?P<profile>[A-Za-z0-9.+]+?)(?:-SHARED)?$")
+SHARED_SUFFIX = "-SHARED"
+
+
+def int_label(node: SnapshotNode, key: str) -> int | None:
+    value = node.label(key)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def base_product(product: str) -> str:
+    base = product[: -len(SHARED_SUFFIX)] if product.upper().endswith(SHARED_SUFFIX) else product
+    return MIG_SUFFIX.sub("", base)
+
+
+def replication(
+    node: SnapshotNode, product: str, plugin_config: Mapping[str, Any] | None, guesses: list[str]
+) -> dict[str, Any] | None:
+    strategy = node.label(SHARING_STRATEGY)
+    replicas = int_label(node, REPLICAS) or 1
+    renamed = node.allocatable_map.get(f"{GPU_RESOURCE}.shared") is not None
+    sharing_config = plugin_config.get("sharing") if plugin_config is not None else None
+    if isinstance(sharing_config, dict):
+        for kind in ("timeSlicing", "mps"):
+            block = sharing_config.get(kind)
+            resources = block.get("resources") if isinstance(block, dict) else None
+            if isinstance(block, dict) and isinstance(resources, list) and resources and isinstance(resources[0], dict):
+                settings: dict[str, Any] = {"replicas": int(resources[0].get("replicas", replicas))}
+                settings["renameByDefault"] = bool(block.get("renameByDefault", False))
+                settings["failRequestsGreaterThanOne"] = bool(block.get("failRequestsGreaterThanOne", False))
+                return {"strategy": "time-slicing" if kind == "timeSlicing" else "mps", kind: settings}
+    if strategy in ("time-slicing", "mps") and replicas > 1:
+        kind = "timeSlicing" if strategy == "time-slicing" else "mps"
+        guesses.append(
+            f"failRequestsGreaterThanOne: not on the node's labels (the device plugin config "
+            f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); gpustack's default"
+        )
+        return {"strategy": strategy, kind: {"replicas": replicas, "renameByDefault": renamed}}
+    if product.upper().endswith(SHARED_SUFFIX) or renamed:
+        # GFD before v0.15 wrote no sharing-strategy label; -SHARED alone cannot tell time-slicing from MPS.
+        guesses.append("time-slicing: the product ends in -SHARED but no label says time-slicing or MPS")
+        return {"strategy": "time-slicing", "timeSlicing": {"replicas": max(replicas, 2), "renameByDefault": renamed}}
+    return None
+
+
+def _mig_groups(entries: list[Any], gpus: int, model: GpuModel | None) -> list[dict[str, Any]] | None:
+    """mig-parted entries as blueprint MIG groups (profiles by today's names); None when they cannot be written as
+    groups."""
+    groups: list[dict[str, Any]] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        devices = entry.get("devices")
+        if entry.get("mig-enabled") is False and isinstance(devices, list):
+            groups.append({"devices": devices, "whole": True})  # GPUs left whole beside the MIG ones
+            continue
+        if entry.get("mig-enabled") is not True:
+            continue
+        layout = entry.get("mig-devices")
+        if not isinstance(layout, dict):
+            return None
+        indexes = list(range(gpus)) if devices == "all" else devices
+        if not isinstance(indexes, list):
+            return None
+        groups.append(
+            {"devices": indexes, "layout": {current_profile(model, str(k)): int(v) for k, v in layout.items()}}
+        )
+    return groups if any("layout" in group for group in groups) else None
+
+
+def mig_time_slicing(
+    node: SnapshotNode, plugin_config: Mapping[str, Any] | None, guesses: list[str]
+) -> dict[str, Any] | None:
+    """mig.timeSlicing from the plugin config's replicated nvidia.com/mig-* resources, or else GFD's per-profile
+    replicas labels; None where the MIG instances are not time-sliced."""
+    sharing = plugin_config.get("sharing") if plugin_config is not None else None
+    block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
+    resources = block.get("resources") if isinstance(block, dict) else None
+    if isinstance(block, dict) and isinstance(resources, list):
+        replicas = [
+            int(r["replicas"])
+            for r in resources
+            if isinstance(r, dict)
+            and str(r.get("name", "")).startswith(MIG_RESOURCE_PREFIX)
+            and isinstance(r.get("replicas"), int)
+        ]
+        if replicas:
+            return {
+                "replicas": max(replicas),
+                "renameByDefault": bool(block.get("renameByDefault", False)),
+                "failRequestsGreaterThanOne": bool(block.get("failRequestsGreaterThanOne", False)),
+            }
+    labelled = [
+        int(value)
+        for key, value in node.labels
+        if key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(".replicas") and value.isdigit()
+    ]
+    if not labelled or max(labelled) < 2:
+        return None
+    renamed = any(name.startswith(MIG_RESOURCE_PREFIX) and name.endswith(".shared") for name, _ in node.allocatable)
+    guesses.append(
+        f"mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels (the device plugin config "
+        f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); failRequestsGreaterThanOne "
+        "is gpustack's default"
+    )
+    return {"replicas": max(labelled), "renameByDefault": renamed}
+
+
+def mig_sharing(
+    node: SnapshotNode, model: GpuModel | None, product: str, parted: dict[str, list[Any]], guesses: list[str]
+) -> tuple[dict[str, Any] | None, int | None]:
+    """MIG sharing and the node's whole-GPU count where MIG decides it (single strategy counts slices)."""
+    strategy = node.label(MIG_STRATEGY)
+    config = node.label(MIG_CONFIG_LABEL)
+    if strategy not in ("single", "mixed") or config == "all-disabled":
+        return None, None
+    count = int_label(node, COUNT)
+    if strategy == "single":
+        match = MIG_SUFFIX.search(product)
+        if match is None:
+            return None, None
+        profile = current_profile(model, match["profile"])
+        known = model.mig.profile(profile) if model is not None and model.mig is not None else None
+        per_gpu = known.max_count if known is not None else 1
+        if config is not None and config in parted and count is not None:
+            groups = _mig_groups(parted[config], count, model)
+            if groups is not None and len(groups) == 1 and "layout" in groups[0]:
+                per_gpu = groups[0]["layout"].get(profile, per_gpu)
+        whole = count // per_gpu if count is not None and per_gpu else None
+        guesses.append(
+            f"gpu.count: {whole} whole GPUs, from {count} MIG devices of {profile} at {per_gpu} per GPU "
+            "(under the single strategy GFD counts slices)"
+        )
+        return {"strategy": "mig", "mig": {"strategy": "single", "layout": {profile: per_gpu}}}, whole
+    if count is not None and config is not None and config in parted:
+        groups = _mig_groups(parted[config], count, model)
+        if groups is not None:
+            if len(groups) == 1 and "layout" in groups[0] and groups[0]["devices"] == list(range(count)):
+                return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": groups[0]["layout"]}}, None
+            return {"strategy": "mig", "mig": {"strategy": "mixed", "groups": groups}}, None
+    totals: dict[str, int] = {}
+    for key, value in node.labels:
+        if (match := _MIG_COUNT.match(key)) is not None and value.isdigit():
+            profile = current_profile(model, match["profile"])  # a 450-series driver's 3g.21gb is 3g.20gb
+            totals[profile] = totals.get(profile, 0) + int(value)
+    if count and totals and all(total % count == 0 for total in totals.values()):
+        guesses.append(
+            f"MIG layout: the same on every GPU, from the node's MIG device counts divided by its {count} GPUs "
+            f"(the mig-parted config '{config}' was not in the snapshot)"
+        )
+        layout = {profile: total // count for profile, total in sorted(totals.items())}
+        return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": layout}}, None
+    return {"unreadable-mig": config or "unnamed"}, None

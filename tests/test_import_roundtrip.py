@@ -1,0 +1,164 @@
+"""Issue 27: import a real cluster without surprises.
+
+Every GPU node lands in a pool whatever its driver generation (names older drivers and GFD wrote are read as
+today's, gpustack/data/gfd-legacy.yaml), the imported blueprint always validates, and drift of the imported
+blueprint against the snapshot it came from is empty: what it lists are adoption steps only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from cluster_from import snapshot_text
+
+from gpustack.catalog import load_catalog
+from gpustack.cli import group
+from gpustack.cluster.drift import compare
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.labels import load_legacy
+from gpustack.cluster.snapshot import parse_snapshot
+from gpustack.compile import compile_blueprint
+from gpustack.validation import validate_path, validate_text
+from gpustack.yamlout import dump_yaml
+
+BLUEPRINTS = Path(__file__).parent.parent / "blueprints"
+
+
+def _node(name: str, labels: dict[str, str], allocatable: dict[str, str], kubelet: str = "v1.31.4") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", **allocatable},
+            "nodeInfo": {"kubeletVersion": kubelet},
+        },
+    }
+
+
+# NVIDIA's "MIG Support in Kubernetes" (driver 450.80.02, GFD v0.2.0, mixed strategy): the GFD labels of one
+# A100-SXM4-40GB split 3g/2g/1g, and the device plugin's resources for the same instances.
+A100_450_MIXED = {
+    "nvidia.com/cuda.driver.major": "450",
+    "nvidia.com/gpu.count": "1",
+    "nvidia.com/gpu.family": "ampere",
+    "nvidia.com/gpu.memory": "40537",
+    "nvidia.com/gpu.product": "A100-SXM4-40GB",
+    "nvidia.com/mig-1g.5gb.count": "1",
+    "nvidia.com/mig-2g.10gb.count": "1",
+    "nvidia.com/mig-3g.21gb.count": "1",
+    "nvidia.com/mig-3g.21gb.memory": "20096",
+    "nvidia.com/mig.strategy": "mixed",
+}
+A100_450_RESOURCES = {"nvidia.com/mig-1g.5gb": "1", "nvidia.com/mig-2g.10gb": "1", "nvidia.com/mig-3g.20gb": "1"}
+
+
+def _generations() -> dict[str, Any]:
+    """A node for every product label every driver generation wrote for every GPU in the catalog, plus the
+    published label sets of older GFD: 450-series MIG names, single-strategy product suffixes, -SHARED without a
+    sharing-strategy label, and a node NFD left without gpu.product (family and memory only)."""
+    items = []
+    for model in load_catalog().models.values():
+        for index, product in enumerate(model.product_labels):
+            labels = {
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.count": "1",
+                "nvidia.com/gpu.family": model.family,
+                "nvidia.com/gpu.memory": str(model.memory_mib[0]),
+            }
+            items.append(_node(f"{model.key.lower()}-{index}", labels, {"nvidia.com/gpu": "1"}))
+    items.append(_node("a100-r450-mixed", A100_450_MIXED, A100_450_RESOURCES))
+    single = {"nvidia.com/gpu.product": "A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/gpu.count": "7"}
+    items.append(_node("a100-r450-single", {**single, "nvidia.com/mig.strategy": "single"}, {"nvidia.com/gpu": "7"}))
+    shared = {"nvidia.com/gpu.product": "Tesla-T4-SHARED", "nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4"}
+    items.append(_node("t4-gfd-0-6", shared, {"nvidia.com/gpu": "4"}))
+    # GFD before v0.17.1 labelled Ada GPUs family ampere (k8s-device-plugin#943); here no product label either.
+    l4 = {"nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.memory": "23034", "nvidia.com/gpu.count": "1"}
+    items.append(_node("l4-old-gfd", l4, {"nvidia.com/gpu": "1"}))
+    items.append(_node("cpu-1", {"kubernetes.io/os": "linux"}, {}))
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _pool_of(data: dict[str, Any], node: str) -> dict[str, Any]:
+    (pool,) = [p for p in data["spec"]["nodePools"] if node in p.get("nodes", ())]
+    return pool
+
+
+def test_every_generation_lands_in_a_pool_and_drift_is_only_adoption(tmp_path: Path) -> None:
+    text = dump_yaml(_generations())
+    result = import_snapshot(parse_snapshot(text, "cluster.yaml"), "generations")
+    assert result.diagnostics == ()
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok, [d.message for d in check.diagnostics]
+    placed = {n for pool in result.data["spec"]["nodePools"] for n in pool.get("nodes", ())}
+    gpu_nodes = {i["metadata"]["name"] for i in _generations()["items"] if i["metadata"]["name"] != "cpu-1"}
+    assert placed == gpu_nodes
+    assert all("gpu" in pool for pool in result.data["spec"]["nodePools"])  # every one understood
+    # The 450-series A100's 3g.21gb is today's 3g.20gb: a layout that validates and compiles to the same resources.
+    mixed = _pool_of(result.data, "a100-r450-mixed")
+    assert mixed["gpu"] == {"model": "A100-SXM4-40GB", "count": 1}
+    assert mixed["sharing"]["mig"] == {"strategy": "mixed", "layout": {"1g.5gb": 1, "2g.10gb": 1, "3g.20gb": 1}}
+    assert _pool_of(result.data, "a100-r450-single")["sharing"]["mig"] == {
+        "strategy": "single",
+        "layout": {"1g.5gb": 7},
+    }
+    assert _pool_of(result.data, "l4-old-gfd")["gpu"] == {"model": "L4", "count": 1}
+    # A pre-R470 name and today's name of one GPU are one pool.
+    assert _pool_of(result.data, "a100-sxm4-40gb-0") is _pool_of(result.data, "a100-sxm4-40gb-1")
+    blueprint, snapshot = tmp_path / "imported.yaml", tmp_path / "cluster.yaml"
+    blueprint.write_text(result.text)
+    snapshot.write_text(text)
+    run = CliRunner().invoke(group, ["drift", str(blueprint), str(snapshot)])
+    assert run.exit_code == 0, run.output
+    assert "pool(s) in sync" in run.stdout and "adoption:" in run.stdout
+    assert "label gpustack.io/pool=" in run.stdout
+
+
+def test_a_legacy_mig_name_is_written_once_as_data_with_its_source() -> None:
+    legacy = load_legacy()
+    assert legacy.mig_profiles[("A100-40GB", "3g.21gb")] == "3g.20gb"
+    geometry = load_catalog().geometries["A100-40GB"]
+    assert geometry.profile("3g.20gb") is not None and geometry.profile("3g.21gb") is None  # today's name only
+    text = (Path(__file__).parent.parent / "gpustack" / "data" / "gfd-legacy.yaml").read_text()
+    assert text.count("source:") == len(legacy.mig_profiles) + len(legacy.families)
+
+
+def test_a_node_not_understood_gets_a_pool_of_its_own_and_the_rest_still_imports() -> None:
+    """One node no catalog knows, one whose MIG layout reads as nothing valid: the cluster still imports, every
+    node in a pool, the blueprint validates."""
+    broken = {**A100_450_MIXED, "nvidia.com/mig-7g.40gb.count": "3"}  # 3 full-GPU instances on 1 GPU: impossible
+    items = [
+        _node("a100-ok", A100_450_MIXED, A100_450_RESOURCES),
+        _node("a100-odd", broken, A100_450_RESOURCES),
+        _node("q-1", {"nvidia.com/gpu.product": "NVIDIA-Quantum-Q9000", "nvidia.com/gpu.count": "1"}, {}),
+    ]
+    snapshot = parse_snapshot(dump_yaml({"apiVersion": "v1", "kind": "List", "items": items}), "c.yaml")
+    result = import_snapshot(snapshot, "odd")
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok, [d.message for d in check.diagnostics]
+    placed = sorted(n for pool in result.data["spec"]["nodePools"] for n in pool["nodes"])
+    assert placed == ["a100-odd", "a100-ok", "q-1"]
+    odd = _pool_of(result.data, "a100-odd")
+    assert "sharing" not in odd and odd["gpu"]["model"] == "A100-SXM4-40GB"
+    lines = result.text.splitlines()
+    assert any(
+        line.startswith("  # guessed: sharing: the sharing the labels imply was not understood") for line in lines
+    )
+    assert any("# guessed: gpu: not understood (GPU product 'NVIDIA-Quantum-Q9000'" in line for line in lines)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BLUEPRINTS.glob("*.yaml")))
+def test_round_trip_compile_snapshot_import_drift_is_in_sync(name: str) -> None:
+    """blueprint -> the applied cluster's snapshot -> import -> drift of the imported blueprint: no drift."""
+    original = validate_path(BLUEPRINTS / name)
+    assert original.blueprint is not None
+    kubelet = f"v{original.blueprint.kubernetes_version}.0"
+    snapshot = parse_snapshot(snapshot_text(original.blueprint, kubelet), "cluster.yaml")
+    result = import_snapshot(snapshot, "round-trip")
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
+    drift = compare(check.context, compile_blueprint(check.context), snapshot, "imported.yaml")
+    assert [d.message for d in drift.differences] == []
