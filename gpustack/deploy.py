@@ -144,13 +144,22 @@ def register_node_pool(
     """One spec as its Pulumi resource, a child of the component."""
     if spec.provider == "karpenter":
         doc = spec.args
+        # The EC2NodeClass (AMI, role, subnets, disks) is the stack's: read, not made. A missing one stops `pulumi up`
+        # here with its name, instead of a NodePool whose NodeClaims never launch.
+        node_class = CustomResource.get(
+            f"{name}-node-class",
+            api_version="karpenter.k8s.aws/v1",
+            kind="EC2NodeClass",
+            id=doc["spec"]["template"]["spec"]["nodeClassRef"]["name"],
+            opts=opts(target.depends_on, None, True),
+        )
         return CustomResource(
             name,
             api_version=doc["apiVersion"],
             kind=doc["kind"],
             metadata=doc["metadata"],
             spec=doc["spec"],
-            opts=opts(target.depends_on, None, True),
+            opts=opts([*target.depends_on, node_class], None, True),
         )
     module = _module(spec.provider)
     resource: Callable[..., pulumi.Resource] = {

@@ -136,6 +136,10 @@ def test_a_karpenter_pool_registers_a_nodepool_object_with_the_kubernetes_provid
     assert requirements["karpenter.k8s.aws/instance-gpu-name"] == ["l4"]
     assert requirements["karpenter.k8s.aws/instance-gpu-count"] == ["8"]
     assert spec["template"]["metadata"]["labels"]["gpustack.io/pool"] == "k"
+    # The EC2NodeClass it launches through is read (a missing one fails `pulumi up` naming it), and waited for.
+    [read] = [r for r in harness.monitor.reads if r.type == "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
+    assert read.id == "default" and read.name == "gs-node-pool-k-node-class"
+    assert any(urn.endswith("::gs-node-pool-k-node-class") for urn in nodepool.dependencies)
     # The NodePool selects what the device plugin's affinity requires: karpenter.sh/nodepool=k.
     plugin = harness.of_type("kubernetes:helm.sh/v4:Chart")
     assert plugin, "the device plugin chart is registered too"
