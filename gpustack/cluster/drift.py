@@ -7,11 +7,12 @@ Only what gpustack owns is compared: a label gpustack does not set is nobody's d
 the system's and not the pool's is, since it keeps the pool's workloads off the node; so is a cordon the
 blueprint does not list (or a listed one that is gone), and a pod limit other than the pool's maxPods.
 
-Drift is told from adoption: what gpustack would only add to make a cluster its own (its ownership labels, the
-device-plugin and MIG config labels, on a node that carries none of its own; a quota of gpustack's name where the
-namespace's quotas already enforce the same; an admission policy binding not there yet) changes nothing a running
-pod sees, so it is listed as an adoption step and is not drift. A value that differs, a taint, a quota that
-changed or is gone, a binding whose validationActions changed, a node in no pool: those are drift.
+Drift is told from adoption: what gpustack would only add to make a cluster its own (on a node without a
+gpustack.io/ label: its ownership labels, and the device-plugin and MIG config labels where the node has none; a
+quota of gpustack's name where the namespace's quotas already enforce the same; an admission policy binding not
+there yet) changes nothing a running pod sees, so it is listed as an adoption step and is not drift. A value
+that differs, a taint, a quota that changed or is gone, a binding whose validationActions changed, a node in no
+pool: those are drift.
 Tenant quotas are compared when the snapshot holds ResourceQuota or Namespace objects, admission policy bindings
 when it holds ValidatingAdmissionPolicyBinding objects (the kinds `drift --help` names).
 """
@@ -100,10 +101,11 @@ def _labels(planned: PoolNodes, node: SnapshotNode) -> list[Difference]:
 
 
 def _adopts(difference: Difference, node: SnapshotNode | None) -> bool:
-    """Whether gpustack would only add this to a node not yet its own (no gpustack.io/, device-plugin or MIG config
-    label): one of those labels, or the MIG manager's state (no MIG config label, so no manager has acted)."""
-    if node is not None and any(_owned(key) for key in node.label_map):
-        return False  # gpustack's node already: a label of its own gone is drift
+    """Whether gpustack would only add this to a node not yet its own (no gpustack.io/ label): one of its labels
+    where the node has no value (a value of the cluster's own is drift: changing it restarts the device plugin), or
+    the MIG manager's state where no MIG config label says a manager has acted."""
+    if node is not None and any(key.startswith(_ADOPTION_DOMAIN) for key in node.label_map):
+        return False  # gpustack's node already (its gpustack.io/ labels say so): a label of its own gone is drift
     if difference.kind == "label" and difference.actual is None:
         return _owned(difference.key)
     if difference.kind == "mig-state" and difference.actual is None and node is not None:
