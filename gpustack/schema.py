@@ -58,6 +58,9 @@ _SYNONYMS: Mapping[str, tuple[str, str]] = {
     "nodenames": ("nodes", ""),
 }
 
+# Close in spelling, never meant: a `namespace` on a Secret's reference is not a misspelt `name` (there is none).
+_NOT_TYPOS: frozenset[tuple[str, str]] = frozenset({("namespace", "name")})
+
 _TYPE_WORDS: Mapping[str, str] = {
     "string": "a string",
     "integer": "an integer",
@@ -221,7 +224,7 @@ def _suggest_field(key: str, allowed: Sequence[str]) -> str:
 
 
 def _closest_field(key: str, allowed: Sequence[str]) -> tuple[str | None, str]:
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    close = [f for f in difflib.get_close_matches(key, allowed, n=2, cutoff=0.6) if (key, f) not in _NOT_TYPOS]
     if close:
         return close[0], ""
     synonym = difflib.get_close_matches(key.lower(), list(_SYNONYMS), n=1, cutoff=0.8)

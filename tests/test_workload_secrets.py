@@ -122,6 +122,8 @@ def test_a_secret_reference_cannot_name_a_namespace() -> None:
     text = recipe_text().replace("{name: hf-token, key: token}", "{name: hf-token, key: token, namespace: payments}")
     assert [code for code, _ in diagnostics(text)] == ["GS101"]
     assert "unknown field 'namespace'" in diagnostics(text)[0][1]
+    (hint,) = [d.hint for d in validate_text(text, "b.yaml").diagnostics]
+    assert hint == "allowed fields here: name, key, optional"  # not "did you mean 'name'?"
 
 
 def test_a_workload_in_another_tenants_namespace_cannot_read_its_secrets() -> None:
