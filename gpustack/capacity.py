@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from gpustack.cloud import node_resources, pool_machine
 from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
@@ -57,6 +58,10 @@ class PoolCapacity:
     sharing_setting: str  # the strategy with its setting: 'time-slicing x4', 'mig single'
     units: tuple[Unit, ...]
     selection: str | None = None  # a selector pool: how its nodes are found, and its autoscaling range
+    # What one node leaves to pods: the pool's nodeResources, or its cloud machine's allocatable (gpustack.cloud)
+    node_cpu: str | None = None
+    node_memory: str | None = None
+    machine: str | None = None  # the cloud machine type it was derived from
 
     @property
     def physical_gpus(self) -> int:
@@ -167,6 +172,8 @@ def pool_capacity(context: Context, pool: NodePool, demand: Mapping[str, int]) -
         )
         for offer in context.offers.get(pool.name, ())
     )
+    node = node_resources(pool, context.catalog)
+    machine = pool_machine(pool, context.catalog) if pool.node_resources is None else None
     return PoolCapacity(
         pool.name,
         model.key if model else None,
@@ -176,6 +183,9 @@ def pool_capacity(context: Context, pool: NodePool, demand: Mapping[str, int]) -
         _sharing_setting(pool),
         units,
         _selection(pool),
+        None if node is None else node.cpu,
+        None if node is None else node.memory,
+        None if machine is None or node is None else machine.name,
     )
 
 
@@ -326,6 +336,9 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
                 "gpusPerNode": pool.gpus_per_node,
                 "physicalGpus": pool.physical_gpus,
                 "sharing": pool.sharing,
+                "nodeAllocatable": None
+                if pool.node_cpu is None and pool.node_memory is None
+                else {"cpu": pool.node_cpu, "memory": pool.node_memory, "machineType": pool.machine},
                 "units": [
                     {
                         "resource": unit.resource,

@@ -181,3 +181,16 @@ def test_an_unlisted_machine_type_without_resources_is_refused_with_a_hint_that_
     assert "leave machineType out" not in hint
     [(code, _, _, hint)] = diagnostics(pool("eks", "L4", 1, "g6.3xlarge"))
     assert "leave machineType out" in hint and "g6.xlarge" in hint
+
+
+def test_capacity_states_what_a_cloud_node_leaves_to_pods() -> None:
+    from gpustack.capacity import capacity_data, format_text, measure_capacity
+
+    data = capacity_data(measure_capacity(sourceless(blueprint(pool("aks", "T4", 1, "Standard_NC4as_T4_v3")))), "t")
+    [gpus] = data["pools"]
+    assert gpus["nodeAllocatable"] == {
+        "cpu": "3920m",
+        "memory": f"{28 * 1024 - 2350}Mi",
+        "machineType": "Standard_NC4as_T4_v3",
+    }
+    assert "each node leaves 3920m CPU" in format_text(data)

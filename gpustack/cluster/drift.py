@@ -319,6 +319,8 @@ def _quotas(plan: Plan, snapshot: ClusterSnapshot, objects: list[Difference], ad
     for manifest in plan.objects:
         if manifest.kind != "ResourceQuota":
             continue
+        if (manifest.obj.get("spec") or {}).get("scopeSelector"):
+            continue  # a scoped quota (GKE's for the GPU Operator's critical pods) is no tenant's limit
         namespace = manifest.namespace or "default"
         key = f"{namespace}/{manifest.name}"
         hard = {str(k): str(v) for k, v in (manifest.obj.get("spec", {}).get("hard") or {}).items()}
