@@ -147,6 +147,14 @@ def read_document(path: str | os.PathLike[str], display_name: str | None = None)
     return parse_document(data, name)
 
 
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A file's text ('-': standard input), read and decoded as read_document reads it (size cap, encoding), for
+    callers that load it in parts (a cluster snapshot of several YAML documents)."""
+    name = os.fspath(path)
+    data = _read_stdin(name) if name == "-" else _read_file(path, name)
+    return _decode(data, name)
+
+
 # --- the IO edge -------------------------------------------------------------------------
 
 _READ_HINTS: Final[tuple[tuple[type[OSError], str], ...]] = (

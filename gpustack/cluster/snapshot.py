@@ -15,10 +15,11 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
+from gpustack.cluster.documents import joined, several_documents
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
-from gpustack.load import Document, parse_document, read_document
+from gpustack.load import Document, parse_document, read_text
 from gpustack.quantity import parse_quantity
 
 KINDS = (
@@ -539,12 +540,22 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
 @paused()  # see gpustack/collector.py: records of a 13,000-node snapshot make full passes slow, and no cycles
 def read_snapshot(path: str) -> ClusterSnapshot:
     """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
-    return snapshot_from(read_document(path))
+    return _parsed(read_text(path), path)
 
 
 @paused()
 def parse_snapshot(text: str, file: str) -> ClusterSnapshot:
-    return snapshot_from(parse_document(text, file))
+    return _parsed(text, file)
+
+
+def _parsed(text: str, file: str) -> ClusterSnapshot:
+    try:
+        return snapshot_from(parse_document(text, file))
+    except DiagnosticError as error:
+        if not several_documents(error):
+            raise
+    # `kubectl get ... -o yaml` outputs joined with `---`, or objects one per document: one List of them all.
+    return snapshot_from(joined(text, file))
 
 
 def embedded_yaml(config_map: SnapshotConfigMap, key: str, file: str) -> Any:
