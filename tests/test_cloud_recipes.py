@@ -268,3 +268,20 @@ def test_the_node_pool_file_does_not_ask_the_provider_for_the_clouds_own_taints(
     aks = pool("aks", "T4", 1, name="spot", count=1, cloud={"spot": True})
     text = render_files(compile_blueprint(sourceless(blueprint(aks))))["nodes/spot.node-pool.yaml"]
     assert "scalesetpriority" not in text
+
+
+def test_the_clouds_own_taints_are_no_isolation_and_no_isolation_problem() -> None:
+    # Two GKE pools, each dedicated to one tenant by a taint of its own: GKE's nvidia.com/gpu taint on both is
+    # neither GS701 (a dedicated pool tainted nvidia.com/gpu) nor GS704 (a taint shared across tenants).
+    def dedicated(name: str) -> dict[str, Any]:
+        taint = [{"key": "gpustack.io/pool", "value": name, "effect": "NoSchedule"}]
+        return gke(name=name, taints=taint)
+
+    tenants = [
+        {"name": "a", "namespaces": ["a"], "pools": ["p1"]},
+        {"name": "b", "namespaces": ["b"], "pools": ["p2"]},
+    ]
+    assert not diagnostics(dedicated("p1"), dedicated("p2"), tenants=tenants)
+    # Without a taint of their own they are open to the other tenant's pods (GKE's taint does not close them).
+    found = diagnostics(gke(name="p1"), gke(name="p2"), tenants=tenants)
+    assert [(code, path) for code, path, _ in found] == [("GS705", "spec.nodePools.0"), ("GS705", "spec.nodePools.1")]

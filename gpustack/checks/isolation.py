@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from gpustack.codes import GPU_TAINT_ON_DEDICATED_POOL, HAMI_POOL_SHARED, NO_EXECUTE_TAINT, SHARED_TAINT, SOFT_ISOLATION
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
-from gpustack.model import SharingStrategy
+from gpustack.model import NodePool, SharingStrategy, Taint
 from gpustack.taints import taint_text
+
+
+def own_taints(pool: NodePool) -> list[Taint]:
+    """The blueprint's taints: what isolates a pool is its own; a cloud's (Taint.by_cloud: GKE's nvidia.com/gpu, which
+    ExtendedResourceToleration lets every GPU pod through, AKS's spot taint, the same on every spot pool) is not."""
+    return [taint for taint in pool.taints if not taint.by_cloud]
 
 
 def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -16,7 +22,7 @@ def check_gpu_taint_on_dedicated_pool(ctx: Context) -> Iterator[Diagnostic]:
         users = ctx.tenants_by_pool.get(pool.name, [])
         if len(users) != 1:
             continue
-        for taint in pool.taints:
+        for taint in own_taints(pool):
             if taint.key == "nvidia.com/gpu":
                 yield ctx.warning(
                     GPU_TAINT_ON_DEDICATED_POOL,
@@ -61,7 +67,7 @@ def check_hami_pool_shared_by_tenants(ctx: Context) -> Iterator[Diagnostic]:
 def check_taints_shared_across_tenants(ctx: Context) -> Iterator[Diagnostic]:
     first: dict[tuple[str, str | None, str], tuple[str, JsonPath]] = {}
     for pool in ctx.blueprint.pools:
-        for taint in pool.taints:
+        for taint in own_taints(pool):
             key = (taint.key, taint.value, taint.effect)
             if key not in first:
                 first[key] = (pool.name, taint.path)
@@ -89,9 +95,9 @@ def check_soft_isolation(ctx: Context) -> Iterator[Diagnostic]:
         return
     for pool in ctx.blueprint.pools:
         users = ctx.tenants_by_pool.get(pool.name, [])
-        if not users or any(taint.effect in ("NoSchedule", "NoExecute") for taint in pool.taints):
+        if not users or any(taint.effect in ("NoSchedule", "NoExecute") for taint in own_taints(pool)):
             continue
-        soft = [taint for taint in pool.taints if taint.effect == "PreferNoSchedule"]
+        soft = [taint for taint in own_taints(pool) if taint.effect == "PreferNoSchedule"]
         where = (*soft[0].path, "effect") if soft else pool.path
         what = "only a PreferNoSchedule taint, which the scheduler may ignore" if soft else "no taint"
         yield ctx.warning(
