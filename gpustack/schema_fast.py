@@ -10,7 +10,8 @@ keyword functions.
   cut is reported once; a 6.8 MB blueprint of 40 env maps of 9,000 entries is refused in the time it
   takes to read it (2.8 s of CPU for `gpustack validate`, 7.4 s before). What is kept is still checked;
 - a `$ref` cache: every `$ref` in the schema is local (`#/$defs/...`, tests/test_schema.py checks it),
-  so each is resolved once, not afresh for every value it applies to;
+  so each is resolved once, not afresh for every value it applies to; and a value a `$ref` target already
+  passed in the same document (the same marshal bytes) is not walked again (`_VALID`);
 - a leaf fast path: a value under a leaf schema (a type, a pattern, lengths, bounds, an enum of
   strings) that surely passes is accepted in one step, without building a validator for it (in
   `properties`, `items`, `additionalProperties` and `propertyNames`);
@@ -109,7 +110,9 @@ def _cached_ref(validator: KeywordValidator, ref: str, instance: Any, schema: Ma
 # jsonschema's verdict depends on nothing but the schema and the value, and marshal's bytes pin the value exactly
 # (types, so 1 is not 1.0 nor True; key order; every nested value), as review/manifests.py's compare does. Only
 # passes are remembered, so every error is still found and worded by jsonschema. A value marshal cannot write (none
-# from the YAML reader) takes the plain descent. The set is bounded: a long-lived process starts it afresh when full.
+# from the YAML reader) takes the plain descent. The set holds one document's values: `within_bounds`, which starts
+# every shape check, empties it (a long-lived process must not grow it, and a second check of the same file costs
+# what the first did), and it is bounded within a document too.
 _VALID: set[tuple[str, bytes]] = set()
 _VALID_MAX = 100_000
 
@@ -354,6 +357,7 @@ def within_bounds(data: Any, cap: int, *, guided: bool = True) -> tuple[Any, lis
 
     Containers that need no cut are shared with `data`, not copied."""
     overflows: list[Overflow] = []
+    _VALID.clear()  # a new document: remember what it repeats, not what earlier documents held (see _VALID)
     return _bounded(data, load_schema() if guided else None, (), cap, overflows), overflows
 
 
