@@ -162,3 +162,28 @@ def test_round_trip_compile_snapshot_import_drift_is_in_sync(name: str) -> None:
     assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
     drift = compare(check.context, compile_blueprint(check.context), snapshot, "imported.yaml")
     assert [d.message for d in drift.differences] == []
+
+
+def test_import_keeps_the_operators_namespace_the_pool_names_and_taints_already_there() -> None:
+    """OpenShift's operator runs in nvidia-gpu-operator: the imported blueprint says so, and compiles its release
+    there; a node's gpustack.io/pool label names its pool, its own taints stay."""
+    node = _node("t4-a", {"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "1"}, {"nvidia.com/gpu": "1"})
+    node["metadata"]["labels"]["gpustack.io/pool"] = "inference-t4"
+    node["spec"] = {"taints": [{"key": "team", "value": "ml", "effect": "NoSchedule"}]}
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "gpu-cluster-policy"},
+        "spec": {},
+        "status": {"namespace": "nvidia-gpu-operator", "state": "ready"},
+    }
+    text = dump_yaml({"apiVersion": "v1", "kind": "List", "items": [node, policy]})
+    result = import_snapshot(parse_snapshot(text, "c.yaml"), "openshift")
+    assert result.data["spec"]["gpuOperator"] == {"namespace": "nvidia-gpu-operator"}
+    (pool,) = result.data["spec"]["nodePools"]
+    assert pool["name"] == "inference-t4"
+    assert pool["taints"] == [{"key": "team", "value": "ml", "effect": "NoSchedule"}]
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
+    plan = compile_blueprint(check.context)
+    assert {r.namespace for r in plan.releases if r.name == "gpu-operator"} == {"nvidia-gpu-operator"}

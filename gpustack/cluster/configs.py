@@ -94,6 +94,13 @@ def _policy(snapshot: ClusterSnapshot, guesses: list[str]) -> SnapshotClusterPol
     return active[0] if active else None
 
 
+def operator_namespace(snapshot: ClusterSnapshot) -> str | None:
+    """The namespace the GPU Operator runs in, as its ClusterPolicy's status says; None where no ClusterPolicy says
+    (import then keeps gpustack's default, which is NVIDIA's documented one)."""
+    policy = _policy(snapshot, [])
+    return policy.namespace if policy is not None else None
+
+
 def _sources(snapshot: ClusterSnapshot, guesses: list[str]) -> tuple[list[_Source], list[_Source], set[str]]:
     """Where the device plugin's and the MIG manager's configs may come from, facts first, and the admins'
     namespaces they lie in."""

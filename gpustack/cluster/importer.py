@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.cluster.configs import read_configs
+from gpustack.cluster.configs import operator_namespace, read_configs
 from gpustack.cluster.labels import (
     COUNT,
     GPU_RESOURCE,
@@ -38,6 +38,7 @@ from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
+from gpustack.model import DEFAULT_GPU_OPERATOR_NAMESPACE
 from gpustack.names import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GFD_PRODUCT_LABEL,
@@ -378,6 +379,9 @@ def _assemble(
     stack_guess = _stack_guess(known, catalog)
     if stack_guess is not None:
         spec["stack"] = "device-plugin"
+    operator = operator_namespace(snapshot)
+    if stack_guess is None and operator is not None and operator != DEFAULT_GPU_OPERATOR_NAMESPACE:
+        spec["gpuOperator"] = {"namespace": operator}  # where it runs (OpenShift: nvidia-gpu-operator), kept
     spec["nodePools"] = [_pool_data(p) for p in known]
     if tenants:
         spec["tenants"] = tenants
