@@ -268,12 +268,15 @@ def gpu_cloud_pools(pools: tuple[NodePool, ...]) -> tuple[NodePool, ...]:
 
 
 def operator_parts(pools: tuple[NodePool, ...], driver: bool | None, toolkit: bool | None) -> OperatorParts:
-    """The operator's driver and toolkit: as written, else off where every GPU cloud pool's image has them."""
+    """The operator's driver and toolkit: as written, else off where every GPU pool is a cloud pool whose image has
+    them (a GPU pool of nodes gpustack does not provision keeps the operator's, as without cloud pools)."""
     images = [(pool, node_image(pool, driver)) for pool in gpu_cloud_pools(pools)]
+    # Only cloud pools' images are known: another GPU pool's nodes may have no driver of their own.
+    known = bool(images) and all(pool.cloud is not None for pool in pools if pool.gpu is not None)
     if driver is None:
-        driver = not images or not all(image.has_driver for _, image in images)
+        driver = not known or not all(image.has_driver for _, image in images)
     if toolkit is None:
-        toolkit = not images or not all(image.has_toolkit for _, image in images)
+        toolkit = not known or not all(image.has_toolkit for _, image in images)
     aks_image_toolkit = any(
         pool.cloud is not None and pool.cloud.provider == "aks" and image.has_toolkit for pool, image in images
     )

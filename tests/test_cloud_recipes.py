@@ -285,3 +285,14 @@ def test_the_clouds_own_taints_are_no_isolation_and_no_isolation_problem() -> No
     # Without a taint of their own they are open to the other tenant's pods (GKE's taint does not close them).
     found = diagnostics(gke(name="p1"), gke(name="p2"), tenants=tenants)
     assert [(code, path) for code, path, _ in found] == [("GS705", "spec.nodePools.0"), ("GS705", "spec.nodePools.1")]
+
+
+def test_a_gpu_pool_of_other_nodes_keeps_the_operators_driver_and_the_cloud_pool_is_told() -> None:
+    # Nodes gpustack does not provision may have no driver: the operator's stays on, as without cloud pools, and
+    # the EKS pool whose AMI has one is refused at its provider line, the setting being cluster-wide.
+    static = {"name": "onprem", "gpu": {"model": "L4", "count": 1}, "nodes": ["n1"]}
+    eks = pool("eks", "L4", 1, name="e", minNodes=0, maxNodes=1)
+    found = diagnostics(static, eks, **OPERATOR)
+    assert {(code, path) for code, path, _ in found} == {(CLOUD_DRIVER_CONFLICT, "spec.nodePools.1.cloud.provider")}
+    assert all("cluster-wide" in hint for _, _, hint in found)
+    assert not diagnostics(static, eks, **OPERATOR, gpuOperator={"driver": False, "toolkit": False})

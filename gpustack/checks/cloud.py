@@ -169,8 +169,10 @@ def check_cloud_driver(ctx: Context) -> Iterator[Diagnostic]:
                 CLOUD_DRIVER_CONFLICT,
                 (*operator.path, "driver") if written else (*pool.cloud.path, "provider"),
                 f"pool '{pool.name}': {words} already has the NVIDIA driver, and the GPU Operator would install "
-                "another" + ("" if written else " (another cloud pool's image has none)"),
-                f"gpuOperator.driver: false ({source})" if written else f"one driver recipe per cluster ({source})",
+                "another" + ("" if written else " (another GPU pool's nodes need its own)"),
+                f"gpuOperator.driver: false ({source})"
+                if written
+                else f"gpuOperator.driver: false if every GPU node brings its own driver (cluster-wide; {source})",
             )
         if parts.toolkit and image.has_toolkit:
             written = operator.toolkit is not None
@@ -178,8 +180,10 @@ def check_cloud_driver(ctx: Context) -> Iterator[Diagnostic]:
                 CLOUD_DRIVER_CONFLICT,
                 (*operator.path, "toolkit") if written else (*pool.cloud.path, "provider"),
                 f"pool '{pool.name}': {words} already has the NVIDIA container toolkit, and the GPU Operator would "
-                "install another" + ("" if written else " (another cloud pool's image has none)"),
-                f"gpuOperator.toolkit: false ({source})" if written else f"one toolkit recipe per cluster ({source})",
+                "install another" + ("" if written else " (another GPU pool's nodes need its own)"),
+                f"gpuOperator.toolkit: false ({source})"
+                if written
+                else f"gpuOperator.toolkit: false if every GPU node brings its own toolkit (cluster-wide; {source})",
             )
         elif not parts.toolkit and not image.has_toolkit:
             written = operator.toolkit is not None
