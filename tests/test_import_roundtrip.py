@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from cluster_from import snapshot_text
+from cluster_from import snapshot_data, snapshot_text
 
 from gpustack.catalog import load_catalog
 from gpustack.cli import group
@@ -187,3 +187,24 @@ def test_import_keeps_the_operators_namespace_the_pool_names_and_taints_already_
     assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
     plan = compile_blueprint(check.context)
     assert {r.namespace for r in plan.releases if r.name == "gpu-operator"} == {"nvidia-gpu-operator"}
+
+
+def test_a_quota_split_never_gives_a_tenant_another_tenants_pool() -> None:
+    """payments' requests.nvidia.com/gpu could be the A100s' or the L4s'; research's pods run on the A100s, its only
+    pool, and payments has no pods: the quota goes to the L4s, as the blueprint it came from says."""
+    original = validate_path(BLUEPRINTS / "multi-tenant.yaml").blueprint
+    assert original is not None
+    data = snapshot_data(original)
+    node = next(p for p in original.pools if p.name == "a100-40-training").nodes[0]
+    limits = {"limits": {"nvidia.com/gpu": "1"}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": "research"},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "resources": limits}]},
+        "status": {"phase": "Running"},
+    }
+    data["items"].append(pod)
+    result = import_snapshot(parse_snapshot(dump_yaml(data), "cluster.yaml"), "split")
+    payments = next(t for t in result.data["spec"]["tenants"] if t["name"] == "payments")
+    assert payments["pools"] == ["h100-mig", "l4-shared"]
+    assert payments["quota"]["l4-shared"] == {"gpu": 8}

@@ -115,6 +115,7 @@ def infer_tenants(
     tenants: list[dict[str, Any]] = []
     notes: dict[str, list[str]] = {}
     limited: dict[str, set[str]] = {}  # tenant -> the resources its quotas name (0 included)
+    others_use = {name: _pools_in_use(pods, namespaces, node_pool) for name, namespaces in grouped.items()}
     for name, namespaces in grouped.items():
         guesses = notes.setdefault(name, [])
         if len(namespaces) > 1:
@@ -135,7 +136,9 @@ def infer_tenants(
                 continue
             offered = holders.get(resource, [])
             used = [p for p in offered if p in in_use]
-            offered = used or offered
+            # Not a pool only another tenant's pods run on: a split onto it would grant this tenant that one.
+            theirs = {p for other, pools in others_use.items() if other != name for p in pools}
+            offered = used or [p for p in offered if p not in theirs] or offered
             if not offered:
                 guesses.append(f"quota {resource}: no pool advertises it; left out")
                 continue
