@@ -208,3 +208,14 @@ def test_a_quota_split_never_gives_a_tenant_another_tenants_pool() -> None:
     payments = next(t for t in result.data["spec"]["tenants"] if t["name"] == "payments")
     assert payments["pools"] == ["h100-mig", "l4-shared"]
     assert payments["quota"]["l4-shared"] == {"gpu": 8}
+
+
+@pytest.mark.parametrize("name", ["kueue.yaml", "multi-tenant.yaml"])
+def test_a_tenants_scheduler_is_what_the_cluster_shows(name: str) -> None:
+    """A Kueue LocalQueue in a tenant's namespace says Kueue queues its pods: scheduler kueue, as compiled."""
+    original = validate_path(BLUEPRINTS / name).blueprint
+    assert original is not None
+    result = import_snapshot(parse_snapshot(snapshot_text(original), "cluster.yaml"), "queued")
+    imported = {t["name"]: t.get("scheduler", "default") for t in result.data["spec"]["tenants"]}
+    assert imported == {t.name: str(t.scheduler) for t in original.tenants if t.name in imported}
+    assert "kueue" in imported.values()  # the old import wrote every tenant without a scheduler: the default

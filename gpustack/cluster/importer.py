@@ -308,11 +308,15 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
         return Import("", {}, (*diagnostics, _too_many_pools(snapshot, len(pools))))
     known = list(pools)
     left_out: list[_Pool] = []  # the last resort, written commented out after the blueprint
-    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog)
+    refused: dict[str, int] = {}  # tenant -> 1: written without its scheduler, 2: left out
+    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused)
     for _ in range(3):  # a pool that does not validate loses its sharing, then its gpu, then its place
-        failing = _failing_pools(data)
-        if not failing:
+        failing, tenants = _failing(data)
+        if not failing and not tenants:
             break
+        for tenant in tenants:  # a tenant that does not validate loses its scheduler, then its place
+            who = data["spec"]["tenants"][tenant]["name"]
+            refused[who] = refused.get(who, 0) + 1
         for pool in [known[index] for index in failing]:
             if pool.sharing is not None:
                 _degrade(pool, "the sharing the labels imply")
@@ -324,7 +328,7 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
             else:
                 known.remove(pool)
                 left_out.append(pool)
-        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog)
+        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused)
     spec = data["spec"]
     notes = {("nodePools", p.name): p.guesses for p in known}
     notes.update({("tenants", t): g for t, g in tenant_notes.items()})
@@ -339,6 +343,7 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
         header.append(f"# guessed: stack: device-plugin: {stack_guess}")
     header += [f"# guessed: {note}" for note in configs.guesses]
     header += [f"# ignored: {note}" for note in configs.ignored]
+    header += [f"# ignored: tenant {who}: does not validate; left out" for who, n in refused.items() if n >= 2]
     listed = [
         ("", kind, line.removeprefix(f"# {kind}: "))
         for line in header
@@ -357,23 +362,28 @@ def _degrade(pool: _Pool, what: str) -> None:
     pool.sharing = None
 
 
-def _failing_pools(data: dict[str, Any]) -> list[int]:
-    """The indexes of the nodePools the blueprint validator refuses."""
+def _failing(data: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """The indexes of the nodePools and of the tenants the blueprint validator refuses."""
     check = validate_text(dump_yaml(data), "<imported blueprint>")
-    found = {
-        int(match[1])
-        for d in check.diagnostics
-        if d.severity is Severity.ERROR and (match := re.match(r"\$\.spec\.nodePools\[(\d+)\]", d.json_path or ""))
-    }
-    return sorted(found)
+    found: dict[str, set[int]] = {"nodePools": set(), "tenants": set()}
+    for diagnostic in check.diagnostics:
+        match = re.match(r"\$\.spec\.(nodePools|tenants)\[(\d+)\]", diagnostic.json_path or "")
+        if diagnostic.severity is Severity.ERROR and match is not None:
+            found[match[1]].add(int(match[2]))
+    return sorted(found["nodePools"]), sorted(found["tenants"])
 
 
 def _assemble(
-    snapshot: ClusterSnapshot, name: str, known: list[_Pool], catalog: Catalog
+    snapshot: ClusterSnapshot, name: str, known: list[_Pool], catalog: Catalog, refused: Mapping[str, int]
 ) -> tuple[dict[str, Any], dict[str, list[str]], str | None, str | None]:
-    """The blueprint of these pools, their tenants' guesses, and the stack and version guesses."""
+    """The blueprint of these pools, their tenants' guesses, and the stack and version guesses; a tenant the
+    validator refused once is written without its scheduler, twice not at all (a header note says so)."""
     advertised = {p.name: p.advertised() for p in known if not p.unknown}
     tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
+    for tenant in tenants:
+        if refused.get(tenant["name"]) == 1 and tenant.pop("scheduler", None) is not None:
+            tenant_notes.setdefault(tenant["name"], []).append("scheduler: does not validate; the default")
+    tenants = [tenant for tenant in tenants if refused.get(tenant["name"], 0) < 2]
     version, version_guess = _kubernetes_version(snapshot)
     spec: dict[str, Any] = {"kubernetes": {"version": version}}
     stack_guess = _stack_guess(known, catalog)

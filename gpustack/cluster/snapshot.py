@@ -31,6 +31,7 @@ KINDS = (
     "ConfigMap",
     "ClusterPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "LocalQueue",
 )
 TERMINAL_PHASES = ("Succeeded", "Failed")  # pods that hold nothing any more
 
@@ -164,6 +165,16 @@ class SnapshotPolicyBinding:
 
 
 @dataclass(frozen=True)
+class SnapshotLocalQueue:
+    """A Kueue LocalQueue: its namespace's pods are queued by Kueue, into the ClusterQueue it names."""
+
+    name: str
+    namespace: str
+    cluster_queue: str | None
+    path: JsonPath
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     file: str
     nodes: tuple[SnapshotNode, ...]
@@ -175,6 +186,7 @@ class ClusterSnapshot:
     document: Document | None = field(default=None, repr=False, compare=False)
     cluster_policies: tuple[SnapshotClusterPolicy, ...] = ()
     policy_bindings: tuple[SnapshotPolicyBinding, ...] = ()
+    local_queues: tuple[SnapshotLocalQueue, ...] = ()
     kinds: frozenset[str] = frozenset()  # the kinds of the objects the file holds: what drift can compare
 
     def span(self, path: JsonPath) -> Span | None:
@@ -497,6 +509,15 @@ def _policy_binding(reader: _Reader, item: Mapping[str, Any], path: JsonPath) ->
     return SnapshotPolicyBinding(named[0], policy if isinstance(policy, str) else None, actions, path)
 
 
+def _local_queue(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotLocalQueue | None:
+    named = reader.name(item, path)
+    if named is None:
+        return None
+    spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
+    queue = spec.get("clusterQueue")
+    return SnapshotLocalQueue(named[0], named[1] or "default", queue if isinstance(queue, str) else None, path)
+
+
 def snapshot_from(document: Document) -> ClusterSnapshot:
     """The records of a loaded snapshot. Raises DiagnosticError (GS020) when an object is malformed."""
     reader = _Reader(document)
@@ -510,6 +531,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "ConfigMap": _config_map,
         "ClusterPolicy": _cluster_policy,
         "ValidatingAdmissionPolicyBinding": _policy_binding,
+        "LocalQueue": _local_queue,
     }
     kinds: set[str] = set()
     for item, path in _items(reader):
@@ -533,6 +555,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         document=document,
         cluster_policies=tuple(sorted(found["ClusterPolicy"], key=lambda p: p.name)),
         policy_bindings=tuple(sorted(found["ValidatingAdmissionPolicyBinding"], key=lambda b: b.name)),
+        local_queues=tuple(found["LocalQueue"]),
         kinds=frozenset(kinds),
     )
 

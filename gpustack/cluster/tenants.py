@@ -116,6 +116,7 @@ def infer_tenants(
     notes: dict[str, list[str]] = {}
     limited: dict[str, set[str]] = {}  # tenant -> the resources its quotas name (0 included)
     others_use = {name: _pools_in_use(pods, namespaces, node_pool) for name, namespaces in grouped.items()}
+    queued = {queue.namespace for queue in snapshot.local_queues}
     for name, namespaces in grouped.items():
         guesses = notes.setdefault(name, [])
         if len(namespaces) > 1:
@@ -169,6 +170,8 @@ def infer_tenants(
         if priority is None:
             guesses.append("priority: no pod in its namespaces runs at one gpustack PriorityClass; normal")
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
+        if any(namespace in queued for namespace in namespaces):  # a Kueue LocalQueue there: Kueue queues its pods
+            tenant["scheduler"] = "kueue"
         tenants.append({**tenant, "quota": quota})
         limited[name] = set(hard)
     _whole_pools(tenants, limited, advertised, notes)
