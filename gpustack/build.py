@@ -173,6 +173,7 @@ def _pool(data: Data, path: JsonPath) -> NodePool:
         if topology is None
         else Topology(topology["policy"], get(topology, d.TOPOLOGY, "scope"), (*path, "topology")),
         flags=_flags(data.get("devicePlugin", {}).get("flags", {})),
+        config_name=data.get("devicePlugin", {}).get("configName"),
         node_resources=None
         if resources is None
         else NodeResources(_text(resources.get("cpu")), resources.get("memory")),

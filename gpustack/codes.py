@@ -18,6 +18,7 @@ SNAPSHOT_MALFORMED = "GS020"
 SNAPSHOT_UNKNOWN_PRODUCT = "GS021"
 SNAPSHOT_NO_PRODUCT_LABEL = "GS022"
 SNAPSHOT_MIG_UNREADABLE = "GS023"
+DEVICE_PLUGIN_CONFIG_NAME_SHARED = "GS024"
 FLEET_FILE_UNREADABLE = "GS030"
 FLEET_CLUSTER_NAME = "GS031"
 FLEET_CLUSTER_SOURCE = "GS032"
@@ -123,6 +124,7 @@ CODES: dict[str, str] = {
     SNAPSHOT_UNKNOWN_PRODUCT: "a node's GPU product is not in the catalog",
     SNAPSHOT_NO_PRODUCT_LABEL: "a GPU node without a nvidia.com/gpu.product label",
     SNAPSHOT_MIG_UNREADABLE: "a node's MIG layout cannot be read from the snapshot",
+    DEVICE_PLUGIN_CONFIG_NAME_SHARED: "pools of one devicePlugin.configName differ in sharing or flags",
     # fleets (gpustack.fleet)
     FLEET_FILE_UNREADABLE: "a file the fleet names cannot be read or lies outside the fleet's folder",
     FLEET_CLUSTER_NAME: "two clusters of a fleet share a name, or a cluster takes a reserved name",
@@ -615,6 +617,12 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "line).",
         "Include the MIG manager's ConfigMap in the snapshot (`kubectl get cm -n gpu-operator -o yaml`), or write "
         "the pool's `mig.groups` by hand.",
+    ),
+    DEVICE_PLUGIN_CONFIG_NAME_SHARED: (
+        "Two pools name the same `devicePlugin.configName` but differ in `sharing` or `devicePlugin.flags`: one "
+        "name selects one config in the device plugin's ConfigMap, so one of the pools would get the other's.",
+        "Give the pools different `configName`s (the name their nodes' `nvidia.com/device-plugin.config` label "
+        "has), or make their sharing and flags the same.",
     ),
     FLEET_FILE_UNREADABLE: (
         "The fleet's base, a cluster's overlay or a cluster's blueprint cannot be read (missing, not a regular file, "

@@ -344,6 +344,7 @@ class NodePool:
     min_nodes: int | None = None  # autoscaled selector pools
     max_nodes: int | None = None
     cloud: CloudPool | None = None  # cloud pools: selector pools whose provider node pool gpustack provisions
+    config_name: str | None = None  # devicePlugin.configName: the cluster's own device-plugin config name, kept
 
     @property
     def gpus_per_node(self) -> int:

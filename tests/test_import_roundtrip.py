@@ -219,3 +219,38 @@ def test_a_tenants_scheduler_is_what_the_cluster_shows(name: str) -> None:
     imported = {t["name"]: t.get("scheduler", "default") for t in result.data["spec"]["tenants"]}
     assert imported == {t.name: str(t.scheduler) for t in original.tenants if t.name in imported}
     assert "kueue" in imported.values()  # the old import wrote every tenant without a scheduler: the default
+
+
+def test_a_clusters_own_device_plugin_config_name_is_kept(tmp_path: Path) -> None:
+    """T4 nodes whose config is called Tesla-T4 stay Tesla-T4: applying the imported blueprint relabels no node
+    (no device plugin restart), and drift against the same snapshot is empty."""
+    labels = {
+        "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+        "nvidia.com/gpu.count": "1",
+        "nvidia.com/gpu.replicas": "8",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing",
+        "nvidia.com/device-plugin.config": "Tesla-T4",
+    }
+    nodes = [_node(f"t4-{i}", labels, {"nvidia.com/gpu": "8"}) for i in (1, 2)]
+    config = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 8\n"
+    plugin = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "nvidia-device-plugin-configs", "namespace": "nvidia-device-plugin"},
+        "data": {"Tesla-T4": config},
+    }
+    text = dump_yaml({"apiVersion": "v1", "kind": "List", "items": [*nodes, plugin]})
+    result = import_snapshot(parse_snapshot(text, "c.yaml"), "t4")
+    (pool,) = result.data["spec"]["nodePools"]
+    assert pool["devicePlugin"] == {"configName": "Tesla-T4"}
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
+    plan = compile_blueprint(check.context)
+    labelled = {m.name: m.obj["metadata"]["labels"]["nvidia.com/device-plugin.config"] for m in plan.by_family("nodes")}
+    assert labelled == {"t4-1": "Tesla-T4", "t4-2": "Tesla-T4"}
+    blueprint, snapshot = tmp_path / "t4.yaml", tmp_path / "c.yaml"
+    blueprint.write_text(result.text)
+    snapshot.write_text(text)
+    run = CliRunner().invoke(group, ["drift", str(blueprint), str(snapshot)])
+    assert run.exit_code == 0, run.output
+    assert "nvidia.com/device-plugin.config" not in run.stdout  # neither drift nor an adoption step

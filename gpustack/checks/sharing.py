@@ -1,10 +1,14 @@
-"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409)."""
+"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409; GS024: one
+device-plugin config name, one config)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from gpustack.codes import (
+    DEVICE_PLUGIN_CONFIG_NAME_SHARED,
     GFD_LABEL,
     HAMI_SETTINGS_DIFFER,
     MEMORY_OVERSUBSCRIBED,
@@ -16,7 +20,7 @@ from gpustack.codes import (
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import HamiSharing, SharingStrategy
+from gpustack.model import HamiSharing, NodePool, SharingStrategy
 from gpustack.names import HAMI_NODE_LABELS, OWNED_NODE_LABELS
 from gpustack.quantity import format_gib
 
@@ -199,7 +203,36 @@ def check_hami_settings_agree(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
+def _settings(value: Any) -> Any:
+    """A pool's sharing or flags as plain data without its source paths: what the plugin's config is built from."""
+    data = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+    if isinstance(data, dict):
+        return {k: _settings(v) for k, v in data.items() if k != "path"}
+    if isinstance(data, (list, tuple)):
+        return [_settings(v) for v in data]
+    return data
+
+
+def check_config_names_agree(ctx: Context) -> Iterator[Diagnostic]:
+    first: dict[str, NodePool] = {}
+    for pool in ctx.blueprint.pools:
+        if pool.config_name is None:
+            continue
+        other = first.setdefault(pool.config_name, pool)
+        if other is pool:
+            continue
+        if (_settings(pool.sharing), _settings(pool.flags)) != (_settings(other.sharing), _settings(other.flags)):
+            yield ctx.error(
+                DEVICE_PLUGIN_CONFIG_NAME_SHARED,
+                (*pool.path, "devicePlugin", "configName"),
+                f"pools '{other.name}' and '{pool.name}' both name device-plugin config '{pool.config_name}' but "
+                "differ in sharing or devicePlugin.flags: one name selects one config",
+                "give the pools different configNames, or the same sharing and flags",
+            )
+
+
 RULES = (
+    check_config_names_agree,
     check_mps_with_mig,
     check_replicas,
     check_memory_oversubscription,

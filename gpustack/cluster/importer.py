@@ -70,6 +70,7 @@ class _Pool:
     name: str = ""
     provider: tuple[str, str] | None = None  # the provider's node-pool label: a selector pool
     dra: bool = False  # the GPU Operator's plugin switched off on a non-HAMi node: the DRA driver's GPUs
+    config_name: str | None = None  # the nodes' nvidia.com/device-plugin.config: the cluster's name, kept
 
     def advertised(self) -> dict[str, int]:
         """nvidia.com resource -> total allocatable over the pool's nodes."""
@@ -156,6 +157,7 @@ def _node_pool(
         node.label(MIG_CONFIG_LABEL),
         tuple(user_taints(node)),
         dra,
+        node.label(DEVICE_PLUGIN_CONFIG_LABEL),
     )
     return _Pool(
         key=key,
@@ -167,6 +169,7 @@ def _node_pool(
         unknown=model is None,
         provider=provider,
         dra=dra,
+        config_name=node.label(DEVICE_PLUGIN_CONFIG_LABEL) or None,
     )
 
 
@@ -248,6 +251,9 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         data["allocation"] = "dra"
     if pool.sharing is not None and "unreadable-mig" not in pool.sharing and not pool.unknown:
         data["sharing"] = pool.sharing
+    served = not pool.unknown and not pool.dra and (pool.sharing or {}).get("strategy") != "hami"
+    if served and pool.config_name is not None:
+        data["devicePlugin"] = {"configName": pool.config_name}  # kept: a new name would restart the plugin
     return data
 
 

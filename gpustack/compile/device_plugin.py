@@ -157,13 +157,26 @@ def name_configs(ctx: Context) -> list[NamedConfig]:
     """
     flags = ctx.blueprint.device_plugin.flags
     configs: list[tuple[str, Object, list[str]]] = [(DEFAULT_CONFIG_KEY, build_config(flags, None), [])]
+    # A pool's configName (the cluster's own, kept by import) is its key; the check in checks/sharing.py makes
+    # pools of one name share one config. Named keys are taken first, so no derived key takes one.
+    named = {pool.config_name for pool in served_pools(ctx) if pool.config_name is not None}
     for pool in served_pools(ctx):
         config = build_config(flags, pool)
+        if pool.config_name is not None:
+            mine = next((entry for entry in configs if entry[0] == pool.config_name), None)
+            if mine is not None and mine[1] == config:
+                mine[2].append(pool.name)
+            elif mine is None:
+                configs.append((pool.config_name, config, [pool.name]))
+            else:  # whole-gpu named for a config that is not the default's: the check refuses it; keep them apart
+                taken = {key for key, _, _ in configs}
+                configs.append((_free_key(pool.config_name, pool.name, taken), config, [pool.name]))
+            continue
         same = next((entry for entry in configs if entry[1] == config), None)
         if same is not None:
             same[2].append(pool.name)
             continue
-        taken = {key for key, _, _ in configs}
+        taken = {key for key, _, _ in configs} | named
         configs.append((_free_key(describe_setup(pool), pool.name, taken), config, [pool.name]))
     return [NamedConfig(key, config, tuple(pools)) for key, config, pools in configs]
 
