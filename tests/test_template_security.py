@@ -157,7 +157,7 @@ def test_gpustack_s_own_objects_keep_every_rule(tmp_path: Path, example: str) ->
     workloads = yaml.safe_load(blueprint)["spec"].get("workloads", [])
     names = [w["name"] for w in workloads if "template" not in w and f"    - name: {w['name']}\n" in blueprint]
     if not names:
-        pytest.skip(f"{example} has no workload written as a block")
+        pytest.skip(f"the example {example} has no workload written as a block")
     path = write_case(tmp_path, blueprint, dict.fromkeys(names, "{{ manifest | toyaml }}\n"))
     for own in (BLUEPRINTS / "templates").glob("*"):  # the examples' own templates, checked as they are
         (tmp_path / "templates" / own.name).write_text(own.read_text(encoding="utf-8"), encoding="utf-8")
