@@ -284,7 +284,12 @@ def _mig(data: Data, path: JsonPath) -> MigSharing:
         groups = (MigGroup(None, () if auto else _pairs(data["layout"]), (*path, "layout")),)
     time_slicing = _replication(data["timeSlicing"], (*path, "timeSlicing")) if "timeSlicing" in data else None
     return MigSharing(
-        strategy=MigStrategy(data["strategy"]), groups=groups, path=path, time_slicing=time_slicing, auto=auto
+        strategy=MigStrategy(data["strategy"]),
+        groups=groups,
+        path=path,
+        time_slicing=time_slicing,
+        auto=auto,
+        config_name=data.get("configName"),
     )
 
 

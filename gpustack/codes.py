@@ -19,6 +19,7 @@ SNAPSHOT_UNKNOWN_PRODUCT = "GS021"
 SNAPSHOT_NO_PRODUCT_LABEL = "GS022"
 SNAPSHOT_MIG_UNREADABLE = "GS023"
 DEVICE_PLUGIN_CONFIG_NAME_SHARED = "GS024"
+MIG_CONFIG_NAME_SHARED = "GS025"
 FLEET_FILE_UNREADABLE = "GS030"
 FLEET_CLUSTER_NAME = "GS031"
 FLEET_CLUSTER_SOURCE = "GS032"
@@ -125,6 +126,7 @@ CODES: dict[str, str] = {
     SNAPSHOT_NO_PRODUCT_LABEL: "a GPU node without a nvidia.com/gpu.product label",
     SNAPSHOT_MIG_UNREADABLE: "a node's MIG layout cannot be read from the snapshot",
     DEVICE_PLUGIN_CONFIG_NAME_SHARED: "pools of one devicePlugin.configName differ in sharing or flags",
+    MIG_CONFIG_NAME_SHARED: "pools of one mig.configName differ in layout, or it names all-disabled",
     # fleets (gpustack.fleet)
     FLEET_FILE_UNREADABLE: "a file the fleet names cannot be read or lies outside the fleet's folder",
     FLEET_CLUSTER_NAME: "two clusters of a fleet share a name, or a cluster takes a reserved name",
@@ -623,6 +625,13 @@ EXPLANATIONS: dict[str, tuple[str, str]] = {
         "name selects one config in the device plugin's ConfigMap, so one of the pools would get the other's.",
         "Give the pools different `configName`s (the name their nodes' `nvidia.com/device-plugin.config` label "
         "has), or make their sharing and flags the same.",
+    ),
+    MIG_CONFIG_NAME_SHARED: (
+        "Two MIG pools name the same `sharing.mig.configName` but differ in their layout, or a pool names "
+        "`all-disabled`, the config gpustack gives GPUs without MIG: one name selects one mig-parted config, so one "
+        "pool's GPUs would be partitioned as the other's.",
+        "Give the pools different `configName`s (the name their nodes' `nvidia.com/mig.config` label has), or "
+        "the same layout.",
     ),
     FLEET_FILE_UNREADABLE: (
         "The fleet's base, a cluster's overlay or a cluster's blueprint cannot be read (missing, not a regular file, "

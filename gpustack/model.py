@@ -240,6 +240,7 @@ class MigSharing:
     # layout: auto: `gpustack recommend` chooses the layouts; until then the pool offers every profile (so needs and
     # quotas can be checked) and compile refuses it (GS310). Its one group has an empty layout.
     auto: bool = False
+    config_name: str | None = None  # configName: the cluster's own mig-parted config name, kept by import
 
     @property
     def whole_groups(self) -> tuple[MigGroup, ...]:

@@ -48,7 +48,9 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
     # MIG single: GFD counts 7 slices, the blueprint one whole A100 with seven 1g.10gb.
     single = _pool(result, "a100-pcie-80gb-mig")
     assert single["gpu"] == {"model": "A100-PCIE-80GB", "count": 1}
-    assert single["sharing"] == {"strategy": "mig", "mig": {"strategy": "single", "layout": {"1g.10gb": 7}}}
+    # issue 27: the node's mig.config name is kept, so the MIG manager has nothing to redo
+    mig = {"strategy": "single", "layout": {"1g.10gb": 7}, "configName": "all-1g.10gb"}
+    assert single["sharing"] == {"strategy": "mig", "mig": mig}
     assert single["maxPods"] == 58  # the node's allocatable pods, where it is not the kubelet's default
     # Time-slicing read from the device plugin ConfigMap the node's label names, renamed to gpu.shared.
     # GKE made these nodes: a selector pool on GKE's node-pool label, sized by the nodes found.
@@ -71,7 +73,7 @@ def test_pools_follow_gfd_and_cloud_labels() -> None:
     assert a100["selector"] == {"matchLabels": {"eks.amazonaws.com/nodegroup": "a100-train"}} and a100["count"] == 1
     assert _pool(result, "h100-sxm5-80gb-mig")["nodes"] == ["h100-a", "h100-b"]  # no provider label: named nodes
     h100 = _pool(result, "h100-sxm5-80gb-mig")
-    assert h100["sharing"]["mig"] == {"strategy": "mixed", "layout": {"1g.10gb": 7}}
+    assert h100["sharing"]["mig"] == {"strategy": "mixed", "layout": {"1g.10gb": 7}, "configName": "all-1g.10gb"}
     assert result.data["spec"]["kubernetes"] == {"version": "1.31"}  # the oldest kubelet
 
 
@@ -265,6 +267,7 @@ def test_every_snapshot_code_is_exercised() -> None:
         SNAPSHOT_NO_PRODUCT_LABEL,
         SNAPSHOT_MIG_UNREADABLE,
         "GS024",  # devicePlugin.configName, which import writes: tests/test_import_roundtrip.py
+        "GS025",  # sharing.mig.configName, the same
     }  # by the tests above
     assert {code for code in CODES if "GS020" <= code <= "GS029"} == tested
 

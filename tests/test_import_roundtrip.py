@@ -254,3 +254,32 @@ def test_a_clusters_own_device_plugin_config_name_is_kept(tmp_path: Path) -> Non
     run = CliRunner().invoke(group, ["drift", str(blueprint), str(snapshot)])
     assert run.exit_code == 0, run.output
     assert "nvidia.com/device-plugin.config" not in run.stdout  # neither drift nor an adoption step
+
+
+def test_a_clusters_own_mig_config_name_is_kept(tmp_path: Path) -> None:
+    """H100 nodes the GPU Operator's MIG manager partitioned with NVIDIA's all-1g.10gb keep that config name: the
+    manager has nothing to redo, and drift against the same snapshot is empty."""
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig.config": "all-1g.10gb",
+        "nvidia.com/mig.config.state": "success",
+        "nvidia.com/mig-1g.10gb.count": "56",
+    }
+    nodes = [_node(f"h100-{i}", labels, {"nvidia.com/mig-1g.10gb": "56"}) for i in (1, 2)]
+    text = dump_yaml({"apiVersion": "v1", "kind": "List", "items": nodes})
+    result = import_snapshot(parse_snapshot(text, "c.yaml"), "h100")
+    (pool,) = result.data["spec"]["nodePools"]
+    assert pool["sharing"]["mig"]["configName"] == "all-1g.10gb"
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
+    plan = compile_blueprint(check.context)
+    labelled = {m.name: m.obj["metadata"]["labels"]["nvidia.com/mig.config"] for m in plan.by_family("nodes")}
+    assert labelled == {"h100-1": "all-1g.10gb", "h100-2": "all-1g.10gb"}
+    blueprint, snapshot = tmp_path / "h100.yaml", tmp_path / "c.yaml"
+    blueprint.write_text(result.text)
+    snapshot.write_text(text)
+    run = CliRunner().invoke(group, ["drift", str(blueprint), str(snapshot)])
+    assert run.exit_code == 0, run.output
+    assert "nvidia.com/mig.config" not in run.stdout

@@ -1,5 +1,5 @@
-"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409; GS024: one
-device-plugin config name, one config)."""
+"""Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409; GS024, GS025:
+one device-plugin or MIG config name, one config)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from gpustack.codes import (
     GFD_LABEL,
     HAMI_SETTINGS_DIFFER,
     MEMORY_OVERSUBSCRIBED,
+    MIG_CONFIG_NAME_SHARED,
     MPS_TOO_MANY_CLIENTS,
     MPS_WITH_MIG,
     MPS_WITHOUT_GFD,
@@ -21,7 +22,7 @@ from gpustack.codes import (
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
 from gpustack.model import HamiSharing, NodePool, SharingStrategy
-from gpustack.names import HAMI_NODE_LABELS, OWNED_NODE_LABELS
+from gpustack.names import HAMI_NODE_LABELS, MIG_DISABLED_CONFIG, OWNED_NODE_LABELS
 from gpustack.quantity import format_gib
 
 OWNED_LABELS = OWNED_NODE_LABELS
@@ -231,8 +232,36 @@ def check_config_names_agree(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_mig_config_names_agree(ctx: Context) -> Iterator[Diagnostic]:
+    first: dict[str, NodePool] = {}
+    for pool in ctx.blueprint.pools:
+        mig = pool.sharing.mig
+        if mig is None or mig.config_name is None:
+            continue
+        where = (*mig.path, "configName")
+        if mig.config_name == MIG_DISABLED_CONFIG:
+            yield ctx.error(
+                MIG_CONFIG_NAME_SHARED,
+                where,
+                f"pool '{pool.name}' names MIG config '{MIG_DISABLED_CONFIG}', the config of GPUs without MIG",
+                "give the pool's MIG config another name",
+            )
+            continue
+        other = first.setdefault(mig.config_name, pool)
+        theirs = other.sharing.mig
+        if other is not pool and theirs is not None and _settings(mig.groups) != _settings(theirs.groups):
+            yield ctx.error(
+                MIG_CONFIG_NAME_SHARED,
+                where,
+                f"pools '{other.name}' and '{pool.name}' both name MIG config '{mig.config_name}' but differ in "
+                "layout: one name selects one mig-parted config",
+                "give the pools different configNames, or the same layout",
+            )
+
+
 RULES = (
     check_config_names_agree,
+    check_mig_config_names_agree,
     check_mps_with_mig,
     check_replicas,
     check_memory_oversubscription,

@@ -137,6 +137,10 @@ def _node_pool(
     if model is None:
         what = f"GPU product '{product}' is not in gpustack's catalog" if product else f"no {GFD_PRODUCT_LABEL} label"
         guesses.append(f"gpu: not understood ({what} on {node.name}); a pool of its own, without gpu, until it is set")
+    mig_config = node.label(MIG_CONFIG_LABEL)
+    mig = sharing.get("mig") if sharing is not None else None
+    if isinstance(mig, dict) and mig_config is not None and mig_config != "all-disabled":
+        mig["configName"] = mig_config  # kept: a new name would have the MIG manager act on the node again
     # gpustack switches the operator's plugin off on HAMi pools (HAMi's label says so) and on DRA pools.
     dra = node.label(OPERATOR_DEVICE_PLUGIN_LABEL) == "false" and (sharing or {}).get("strategy") != "hami"
     if dra:

@@ -32,7 +32,7 @@ def mig_config_label(ctx: Context, pool: NodePool) -> str | None:
     """The `nvidia.com/mig.config` value for a pool's nodes; None where no MIG manager acts (not MIG-capable, or
     the standalone device plugin with no MIG pool: then nothing runs a MIG manager)."""
     if uses_mig(pool):
-        return mig_config_name(pool.name)
+        return _config_name(pool)
     model = ctx.models.get(pool.name)
     if model is None or model.mig is None:
         return None
@@ -64,12 +64,19 @@ def _entry(group: MigGroup) -> Object:
     return {"devices": devices, "mig-enabled": True, "mig-devices": order_mig_devices(group)}
 
 
+def _config_name(pool: NodePool) -> str:
+    """The mig-parted config a MIG pool's nodes select: its configName (the cluster's own, kept by import; pools of
+    one name share one layout, GS025), else gpustack-<pool>."""
+    mig = pool.sharing.mig
+    return mig.config_name if mig is not None and mig.config_name is not None else mig_config_name(pool.name)
+
+
 def build_mig_parted_config(ctx: Context) -> Object:
     configs: Object = {MIG_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
     for pool in ctx.blueprint.pools:
         if uses_mig(pool):
             assert pool.sharing.mig is not None
-            configs[mig_config_name(pool.name)] = [_entry(group) for group in pool.sharing.mig.groups]
+            configs[_config_name(pool)] = [_entry(group) for group in pool.sharing.mig.groups]
     return {"version": SPEC_VERSION, "mig-configs": configs}
 
 
