@@ -13,8 +13,9 @@ keyword functions.
   so each is resolved once, not afresh for every value it applies to; and a value a `$ref` target already
   passed in the same document (the same marshal bytes) is not walked again (`_VALID`);
 - a leaf fast path: a value under a leaf schema (a type, a pattern, lengths, bounds, an enum of
-  strings) that surely passes is accepted in one step, without building a validator for it (in
-  `properties`, `items`, `additionalProperties` and `propertyNames`);
+  strings), or a small closed mapping of such leaves (a taint, a pool's `gpu`), that surely passes is
+  accepted in one step, without building a validator for it (in `properties`, `items`,
+  `additionalProperties`, `propertyNames` and `$ref`);
 - `if` conditions decided in Python where they have the shapes this schema uses (a property's string
   `const` or `enum`, `required`, `anyOf`, `not`), instead of collecting an error to learn the answer.
 
@@ -132,9 +133,9 @@ def _valid_key(ref: str, instance: Any) -> tuple[str, bytes] | None:
 # type, a pattern, lengths, bounds, an enum of strings) is checked here in one step instead; only a
 # value that passes skips the descent, so every error still comes from jsonschema, with its paths.
 
+_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "$comment", "deprecated"})
 _LEAF_KEYWORDS = frozenset(
-    {"$ref", "type", "pattern", "minLength", "maxLength", "minimum", "maximum", "enum"}
-    | {"description", "title", "examples", "default", "$comment", "deprecated"}
+    {"$ref", "type", "pattern", "minLength", "maxLength", "minimum", "maximum", "enum"} | _ANNOTATIONS
 )
 _EXACT_TYPES: Mapping[str, tuple[type, ...]] = {
     "string": (str,),
@@ -179,9 +180,11 @@ def _merge_leaf(schema: Any) -> LeafCheck | None:
 
 
 def passes_leaf(schema: Any, instance: Any) -> bool:
-    """True only when `schema` is a leaf schema and `instance` surely satisfies it."""
+    """True only when `schema` is a leaf schema, or a closed object of them, and `instance` surely satisfies it."""
     if not isinstance(schema, dict):
         return False
+    if type(instance) is dict:
+        return _passes_object(schema, instance)
     known = _LEAVES.get(id(schema))
     if known is None or known[0] is not schema:
         known = _LEAVES[id(schema)] = (schema, _merge_leaf(schema))
@@ -207,6 +210,46 @@ def passes_leaf(schema: Any, instance: Any) -> bool:
 
 # id(schema) -> (schema, its check): holding the schema keeps its id from being reused.
 _LEAVES: dict[int, tuple[Any, LeafCheck | None]] = {}
+
+# A small mapping of leaves (a taint, a pool's `gpu`, nodeResources) is checked here too: its schema only types it
+# as an object, names its properties, the required ones, and (optionally) closes it; every property present must
+# pass passes_leaf (a leaf, or such an object again). Any other keyword (allOf, if, propertyNames, bounds...) and a
+# `$ref` to anything but such a schema leave it to jsonschema. 3,000 descents at many-pools 10x were taints and
+# `gpu` blocks, each a validator built for three leaves.
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"} | _ANNOTATIONS)
+ObjectCheck = tuple[Mapping[str, Any], frozenset[str], bool]  # properties, required, closed
+_OBJECTS: dict[int, tuple[Any, ObjectCheck | Any | None]] = {}  # id(schema) -> (schema, check or $ref target)
+
+
+def _object_check(schema: dict[str, Any]) -> ObjectCheck | Any | None:
+    if "$ref" in schema:
+        target = lookup(schema["$ref"]).contents
+        return target if isinstance(target, dict) and schema.keys() <= _ANNOTATIONS | {"$ref"} else None
+    if not schema.keys() <= _OBJECT_KEYWORDS or schema.get("type") != "object":
+        return None
+    properties, required, extra = (
+        schema.get("properties", {}),
+        schema.get("required", []),
+        schema.get("additionalProperties", True),
+    )
+    if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False):
+        return None
+    return properties, frozenset(required), extra is False
+
+
+def _passes_object(schema: dict[str, Any], instance: dict[str, Any]) -> bool:
+    known = _OBJECTS.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _OBJECTS[id(schema)] = (schema, _object_check(schema))
+    check = known[1]
+    if check is None:
+        return False
+    if isinstance(check, dict):  # the target of a bare $ref
+        return passes_leaf(check, instance)
+    properties, required, closed = check
+    if not required <= instance.keys() or (closed and not instance.keys() <= properties.keys()):
+        return False
+    return all(name not in properties or passes_leaf(properties[name], value) for name, value in instance.items())
 
 
 def _leaf_properties(
