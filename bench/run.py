@@ -571,10 +571,9 @@ class Target:
 
     def line(self) -> str:
         met = "met" if self.measured <= self.goal else "MISSED"
-        return (
-            f"  {self.figure:<52} goal <= {self.goal:g}{self.unit:<2} measured {self.measured:7.2f}{self.unit:<2} "
-            f"{met:<6} | {self.floors}"
-        )
+        goal = f"{self.goal:g}{self.unit}"
+        measured = f"{self.measured:7.2f}{self.unit}"
+        return f"  {self.figure:<52} goal <= {goal:<5} measured {measured:<9} {met:<6} | {self.floors}"
 
 
 def report(options: argparse.Namespace, folder: Path) -> None:
