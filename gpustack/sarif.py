@@ -1,7 +1,7 @@
 """Diagnostics as SARIF 2.1.0, so GitHub code scanning (and other SARIF viewers) mark the blueprint's lines.
 
 Rule ids are the GS codes; each rule carries its summary, what triggers it and the fix from
-gpustack/codes.py, and helpUri points at its page under docs/codes/. Regions give start and end
+gpustack/codes/, and helpUri points at its page under docs/codes/. Regions give start and end
 line and column (1-based; the end column is the one just after the value, as SARIF counts).
 """
 

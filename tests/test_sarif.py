@@ -1,4 +1,4 @@
-"""`validate --output sarif`: SARIF 2.1.0 that OASIS's schema accepts, rules from codes.py, end positions."""
+"""`validate --output sarif`: SARIF 2.1.0 that OASIS's schema accepts, rules from gpustack/codes/, end positions."""
 
 from __future__ import annotations
 
