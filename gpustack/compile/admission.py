@@ -82,7 +82,7 @@ from gpustack.compile.pod_rules import (
     filter_tolerated,
     requested,
 )
-from gpustack.compile.queue_rules import add_own_queue_rule, add_tenant_queues_rule
+from gpustack.compile.queue_rules import add_own_queue_rule, add_reserved_queues_rule
 from gpustack.context import Context
 from gpustack.model import Scheduler, Tenant
 from gpustack.names import ADMISSION_POLICY_MINOR, DEVICE_ENV, DEVICE_MOUNT_ROOT, GPU_ONLY_ENV, TENANT_LABEL
@@ -409,7 +409,7 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     )
     queues = tuple(queue_name(tenant) for tenant in volcano_tenants(ctx))
     if queues:
-        variables, validations = add_tenant_queues_rule(queues, nobody, variables, validations)
+        variables, validations = add_reserved_queues_rule(queues, nobody, variables, validations)
     kai = tuple(
         name
         for tenant in kai_tenants(ctx)

@@ -21,7 +21,7 @@ Namespaces without a tenant may name any queue but a tenant's (leaf or parent).
 from __future__ import annotations
 
 from gpustack.compile.cel import Cel, build_message, build_validation, declare, quote_cel, quote_cel_list
-from gpustack.compile.queue_rules import QUEUE_METADATA
+from gpustack.compile.queue_rules import QUEUE_METADATA, add_reserved_queues_rule
 from gpustack.plan import Object
 from gpustack.schedulers import KAI_QUEUE_LABEL, KAI_SCHEDULER
 
@@ -105,18 +105,4 @@ def add_tenant_kai_queues_rule(
     validations: list[dict[str, str]],
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Namespaces without a tenant: no KAI queue of a tenant's."""
-    names = ", ".join(queues)
-    variables = [
-        *variables,
-        declare("kaiQueueMetadata", QUEUE_METADATA),
-        declare("kaiNamedQueues", NAMED_QUEUES),
-        declare("tenantKaiQueues", quote_cel_list(queues)),
-        declare("takenKaiQueues", "variables.kaiNamedQueues.filter(q, q in variables.tenantKaiQueues)"),
-    ]
-    why = f"the KAI queues of tenants ({names}) schedule only their tenants' jobs, on their quotas"
-    validation = build_validation(
-        "size(variables.takenKaiQueues) == 0",
-        f"a namespace without a tenant may not name a tenant's KAI queue: {why}",
-        build_message(*nobody, "it may not use KAI queue ", Cel("variables.takenKaiQueues[0]"), f": {why}"),
-    )
-    return variables, [*validations, validation]
+    return add_reserved_queues_rule(queues, nobody, variables, validations, "KAI", NAMED_QUEUES, "quotas")

@@ -99,25 +99,39 @@ def add_own_queue_rule(
     return variables, [*validations, validation]
 
 
-def add_tenant_queues_rule(
+def add_reserved_queues_rule(
     queues: tuple[str, ...],
     nobody: tuple[str | Cel, ...],
     variables: list[dict[str, str]],
     validations: list[dict[str, str]],
+    scheduler: str = "Volcano",
+    named_queues: str = NAMED_QUEUES,
+    held: str = "shares and capabilities",
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Namespaces without a tenant: no queue of a tenant's."""
+    """Namespaces without a tenant: no queue of a tenant's (Volcano's, or KAI's with its own `named_queues`).
+
+    The CEL variables take the scheduler's name as a prefix after the first (`queueMetadata`, `kaiQueueMetadata`),
+    so a policy holding both rules declares each once.
+    """
     names = ", ".join(queues)
+    prefix = "" if scheduler == "Volcano" else scheduler.lower()
+
+    def var(name: str) -> str:
+        return f"{prefix}{name[0].upper()}{name[1:]}" if prefix else name
+
     variables = [
         *variables,
-        declare("queueMetadata", QUEUE_METADATA),
-        declare("namedQueues", NAMED_QUEUES),
-        declare("tenantQueues", quote_cel_list(queues)),
-        declare("takenQueues", "variables.namedQueues.filter(q, q in variables.tenantQueues)"),
+        declare(var("queueMetadata"), QUEUE_METADATA),
+        declare(var("namedQueues"), named_queues),
+        declare(var("tenantQueues"), quote_cel_list(queues)),
+        declare(var("takenQueues"), f"variables.{var('namedQueues')}.filter(q, q in variables.{var('tenantQueues')})"),
     ]
-    why = f"the Volcano queues of tenants ({names}) schedule only their tenants' jobs, on their shares and capabilities"
+    why = f"the {scheduler} queues of tenants ({names}) schedule only their tenants' jobs, on their {held}"
     validation = build_validation(
-        "size(variables.takenQueues) == 0",
-        f"a namespace without a tenant may not name a tenant's Volcano queue: {why}",
-        build_message(*nobody, "it may not use Volcano queue ", Cel("variables.takenQueues[0]"), f": {why}"),
+        f"size(variables.{var('takenQueues')}) == 0",
+        f"a namespace without a tenant may not name a tenant's {scheduler} queue: {why}",
+        build_message(
+            *nobody, f"it may not use {scheduler} queue ", Cel(f"variables.{var('takenQueues')}[0]"), f": {why}"
+        ),
     )
     return variables, [*validations, validation]
