@@ -139,6 +139,22 @@ _IMAGE_WORDS = {
 }
 
 
+def _installed_twice(ctx: Context, pool: NodePool, part: str, thing: str, words: str, source: str) -> Diagnostic:
+    """The image already brings `thing` and the GPU Operator would install its own `part` (driver or toolkit)."""
+    operator = ctx.blueprint.gpu_operator
+    written = getattr(operator, part) is not None
+    assert pool.cloud is not None  # gpu_cloud_pools yields only cloud pools
+    return ctx.error(
+        CLOUD_DRIVER_CONFLICT,
+        (*operator.path, part) if written else (*pool.cloud.path, "provider"),
+        f"pool '{pool.name}': {words} already has the {thing}, and the GPU Operator would install another"
+        + ("" if written else " (another GPU pool's nodes need its own)"),
+        f"gpuOperator.{part}: false ({source})"
+        if written
+        else f"gpuOperator.{part}: false if every GPU node brings its own {part} (cluster-wide; {source})",
+    )
+
+
 def check_cloud_driver(ctx: Context) -> Iterator[Diagnostic]:
     """The operator's driver and toolkit against each GPU cloud pool's image: never two drivers or toolkits on a
     node, never none."""
@@ -164,27 +180,9 @@ def check_cloud_driver(ctx: Context) -> Iterator[Diagnostic]:
             )
             continue
         if parts.driver and image.has_driver:
-            written = operator.driver is not None
-            yield ctx.error(
-                CLOUD_DRIVER_CONFLICT,
-                (*operator.path, "driver") if written else (*pool.cloud.path, "provider"),
-                f"pool '{pool.name}': {words} already has the NVIDIA driver, and the GPU Operator would install "
-                "another" + ("" if written else " (another GPU pool's nodes need its own)"),
-                f"gpuOperator.driver: false ({source})"
-                if written
-                else f"gpuOperator.driver: false if every GPU node brings its own driver (cluster-wide; {source})",
-            )
+            yield _installed_twice(ctx, pool, "driver", "NVIDIA driver", words, source)
         if parts.toolkit and image.has_toolkit:
-            written = operator.toolkit is not None
-            yield ctx.error(
-                CLOUD_DRIVER_CONFLICT,
-                (*operator.path, "toolkit") if written else (*pool.cloud.path, "provider"),
-                f"pool '{pool.name}': {words} already has the NVIDIA container toolkit, and the GPU Operator would "
-                "install another" + ("" if written else " (another GPU pool's nodes need its own)"),
-                f"gpuOperator.toolkit: false ({source})"
-                if written
-                else f"gpuOperator.toolkit: false if every GPU node brings its own toolkit (cluster-wide; {source})",
-            )
+            yield _installed_twice(ctx, pool, "toolkit", "NVIDIA container toolkit", words, source)
         elif not parts.toolkit and not image.has_toolkit:
             written = operator.toolkit is not None
             yield ctx.error(
