@@ -7,7 +7,8 @@ is the only part that reads files or prints.
 Modelled: quota admission, kube-scheduler's filters (NodeUnschedulable, TaintToleration,
 NodeAffinity with nodeSelector, NodeResourcesFit) and scores (PreferNoSchedule, preferred affinity,
 least-allocated), Volcano's gangs (packed with spec.volcano.binpack, else spread), priority order,
-and the messages of both.
+and the messages of both; KAI Scheduler's queue limits and over-quota placement for `scheduler: kai` tenants
+(simulate/kai.py, in KAI's words, from the compiled Queues).
 Not modelled, so a pod placed here can still pend for these: LimitRange defaults and maxima, Kueue
 admission, Volcano queue capability, per-GPU packing of HAMi and MIG slices inside a node (units
 are counted per node, as the scheduler counts them), pod (anti-)affinity and topology spread,
@@ -29,6 +30,7 @@ from gpustack.context import Context
 from gpustack.simulate.demand import Demand, Pod, build_demand, priority_classes
 from gpustack.simulate.existing import extra_objects, merge_nodes, running_pods
 from gpustack.simulate.inventory import build_inventory
+from gpustack.simulate.kai import kai_queues
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.quota import quotas_from
 from gpustack.simulate.scenario import Scenario
@@ -66,12 +68,13 @@ def run_simulation(
     namespaces = {w.name: context.namespace_of(w) for w in blueprint.workloads}
     demand = build_demand(blueprint, namespaces, objects, scenario)
     version = version or KubeVersion.parse(blueprint.kubernetes_version)
-    outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running)
+    kai = kai_queues(context, objects)
+    outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running, kai)
     after_scale_up: tuple[tuple[str, str], ...] = ()
     at_least = tuple(node for node in nodes if not node.scale_up)
     if len(at_least) < len(nodes):
         # Once more on the nodes that are always there: what waits there and is placed above needs a scale-up.
-        floor = simulate(at_least, demand, quotas_from(objects), version, blueprint.volcano.binpack, running)
+        floor = simulate(at_least, demand, quotas_from(objects), version, blueprint.volcano.binpack, running, kai)
         waiting = {(item.pod.namespace, item.pod.name) for item in floor.pending}
         after_scale_up = tuple(
             (pod.namespace, pod.name) for pod, _ in outcome.placed if (pod.namespace, pod.name) in waiting

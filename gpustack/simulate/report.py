@@ -56,6 +56,7 @@ def report_data(simulation: Simulation, file: str, locate: Locate = _nowhere) ->
         "workloads": _workloads(simulation),
         "pools": _pools(simulation),
         "quotas": _quotas(simulation),
+        **_kai_queues(simulation),
         "gangs": [
             {"job": spec.name, "namespace": spec.namespace, "minAvailable": spec.min_available, "message": message}
             for spec, message in outcome.gangs
@@ -95,11 +96,16 @@ def _workloads(simulation: Simulation) -> list[dict[str, Any]]:
         )
         row["pods"] += 1
     scaled = set(simulation.after_scale_up)
+    kai = simulation.outcome.kai
+    over = {id(pod): q.name for q in kai.queues.values() for pod in q.over_quota} if kai is not None else {}
     for pod, node in simulation.outcome.placed:
         rows[pod.workload]["placed"] += 1
         after = (pod.namespace, pod.name) in scaled
         rows[pod.workload]["afterScaleUp"] += after
-        rows[pod.workload]["placements"].append({"pod": pod.name, "node": nodes[node].name, "afterScaleUp": after})
+        placement = {"pod": pod.name, "node": nodes[node].name, "afterScaleUp": after}
+        if id(pod) in over:  # placed past its KAI queue's quota: KAI may reclaim it (simulate/kai.py)
+            placement["kaiOverQuota"] = over[id(pod)]
+        rows[pod.workload]["placements"].append(placement)
     for item in simulation.outcome.pending:
         rows[item.pod.workload]["pending"] += 1
     return list(rows.values())
@@ -155,6 +161,28 @@ def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _kai_queues(simulation: Simulation) -> dict[str, Any]:
+    """KAI tenants' Queues (gpu figures in KAI's units, read from the compiled Queues) and what was placed in them."""
+    kai = simulation.outcome.kai
+    if kai is None:
+        return {}
+    return {
+        "kaiQueues": [
+            {
+                "name": queue.name,
+                "parent": queue.parent,
+                "gpuQuota": queue.quota,
+                "gpuLimit": queue.limit,
+                "overQuotaWeight": queue.over_quota_weight,
+                "gpuAllocated": queue.allocated,
+                "overQuota": queue.over(),
+                "overQuotaPods": [{"pod": pod.name, "namespace": pod.namespace} for pod in queue.over_quota],
+            }
+            for queue in sorted(kai.queues.values(), key=lambda q: q.name)
+        ]
+    }
 
 
 def _pending(

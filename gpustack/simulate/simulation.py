@@ -15,6 +15,7 @@ from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Demand, GangSpec, Pod
 from gpustack.simulate.group import allocate_group
 from gpustack.simulate.inventory import Node
+from gpustack.simulate.kai import OVER_LIMIT, KaiQueues
 from gpustack.simulate.kubelet import admit_by_name
 from gpustack.simulate.messages import KubeVersion
 from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
@@ -55,6 +56,7 @@ class Outcome:
     preempted: tuple[tuple[Pod, int, str], ...] = ()  # victims: (pod, node index, the Preempted event's message)
     # Preemptors: (pod, node index it was nominated to, its FailedScheduling message before the victims went).
     nominated: tuple[tuple[Pod, int, str], ...] = ()
+    kai: KaiQueues | None = None  # KAI tenants' Queues with what was placed in them (simulate/kai.py)
 
     @property
     def ok(self) -> bool:
@@ -68,17 +70,23 @@ def simulate(
     version: KubeVersion,
     binpack: bool = False,
     running: Sequence[tuple[Pod, int]] = (),
+    kai: KaiQueues | None = None,
 ) -> Outcome:
     """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads.
 
     `running`: pods a cluster snapshot shows bound (pod, node index); they hold their node's resources and
     pod slots and count toward quota from the start, and lower-priority ones may be preempted.
+
+    `kai`: the compiled KAI Queues; a KAI pod (or gang) over its queue's limit stays pending (OverLimit).
     """
+    kai = kai.fresh() if kai is not None else None
     cluster = Cluster(nodes)
     ledger = QuotaLedger(tuple(quotas))
     for pod, node in running:
         cluster.bind(pod, node)
         ledger.charge(pod)
+    if kai is not None:
+        kai.charge(pod for pod, _ in running)
     preempted: list[tuple[Pod, int, str]] = []
     nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
@@ -105,10 +113,17 @@ def simulate(
     refusals: Refusals = {}
     no_room: NoRoom = {}
     for unit in _queue(admitted, demand):
+        job = [unit] if isinstance(unit, Pod) else unit[1]
+        over_limit = kai.refuse(job) if kai is not None else None
+        if over_limit is not None:  # KAI judges the job's queue before any node
+            pending += [Pending(pod, OVER_LIMIT, over_limit.message) for pod in job]
+            continue
         if isinstance(unit, Pod):
             result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
             if not isinstance(result, Unplaced):
                 placed.append((unit, result))
+                if kai is not None:
+                    kai.charge([unit])
                 continue
             preemption = preempt(cluster, unit, result, version, no_room)
             if preemption is None:
@@ -116,6 +131,9 @@ def simulate(
                 continue
             carry_out(cluster, unit, preemption)
             placed.append((unit, preemption.node))
+            if kai is not None:
+                kai.charge([unit])
+                kai.release(preemption.victims)
             nominated.append((unit, preemption.node, result.message))
             message = preempted_message(unit, cluster.nodes[preemption.node].name)
             for victim in preemption.victims:
@@ -129,6 +147,8 @@ def simulate(
         if not members[0].volcano:
             group = allocate_group(cluster, spec, members, kube, version)
             placed += group.bound
+            if kai is not None:
+                kai.charge(pod for pod, _ in group.bound)
             for pod, text, why, was_refused in group.pending:
                 event = FAILED_SCHEDULING if was_refused else GROUP_INCOMPLETE
                 pending.append(Pending(pod, event, text, why, gang_partial=True))
@@ -151,6 +171,7 @@ def simulate(
         tuple(running),
         tuple(preempted),
         tuple(nominated),
+        kai,
     )
 
 
