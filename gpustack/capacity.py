@@ -17,10 +17,10 @@ from gpustack.cloud import node_resources, pool_machine
 from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.jsondoc import dump_document
-from gpustack.model import NodePool, Scheduler, SharingStrategy
+from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib, json_number
-from gpustack.schedulers import closed_resources, kai_gpu_quota, kai_parent_queue
+from gpustack.schedulers import closed_resources
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
@@ -103,7 +103,19 @@ class TenantCapacity:
     scheduler: str
     pools: tuple[str, ...]  # the pools the tenant may use
     grants: tuple[Grant, ...]
-    kai_queue: tuple[str, int, int] | None = None  # a KAI tenant's parent Queue: name, gpu quota and limit in units
+    kai_queues: tuple[KaiQueueFigures, ...] = ()  # a KAI tenant's compiled Queues: parent, then a leaf per namespace
+
+
+@dataclass(frozen=True)
+class KaiQueueFigures:
+    """One of a KAI tenant's Queues as compile writes it: gpu quota (guaranteed), limit and over-quota weight, in
+    KAI's GPU units (a MIG device counts its compute slices; -1: unlimited)."""
+
+    name: str
+    parent: str | None
+    quota: int
+    limit: int
+    over_quota_weight: int
 
 
 @dataclass(frozen=True)
@@ -125,11 +137,34 @@ def measure_capacity(context: Context) -> Capacity:
             str(tenant.scheduler),
             tenant.pools,
             tuple(_grants(context, tenant.name, by_pool)),
-            (kai_parent_queue(tenant), *kai_gpu_quota(tenant)) if tenant.scheduler is Scheduler.KAI else None,
+            _compiled_queues(tenant),
         )
         for tenant in context.blueprint.tenants
     )
     return Capacity(context.blueprint.name, pools, tenants, tuple([*_warnings(context), *_gang_warnings(context)]))
+
+
+def _compiled_queues(tenant: Tenant) -> tuple[KaiQueueFigures, ...]:
+    """A KAI tenant's Queues, read from the objects compile writes for it (never worked out again here)."""
+    if tenant.scheduler is not Scheduler.KAI:
+        return ()
+    from gpustack.compile.kai import tenant_queues  # loaded only for a blueprint with a KAI tenant
+
+    out = []
+    for obj in tenant_queues(tenant):
+        spec = obj["spec"]
+        gpu = spec["resources"]["gpu"]
+        parent = spec.get("parentQueue")
+        out.append(
+            KaiQueueFigures(
+                str(obj["metadata"]["name"]),
+                None if parent is None else str(parent),
+                int(gpu["quota"]),
+                int(gpu["limit"]),
+                int(gpu["overQuotaWeight"]),
+            )
+        )
+    return tuple(out)
 
 
 def _compute_share(context: Context, pool: NodePool, offer: Offer) -> Decimal | None:
@@ -382,10 +417,23 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
 
 def _kai_queue(tenant: TenantCapacity) -> dict[str, Any]:
     """A KAI tenant's queue beside its quota, in KAI's GPU units (a MIG device counts its compute slices)."""
-    if tenant.kai_queue is None:
+    if not tenant.kai_queues:
         return {}
-    name, quota, limit = tenant.kai_queue
-    return {"kaiQueue": {"name": name, "gpuQuota": quota, "gpuLimit": limit}}
+    parent = tenant.kai_queues[0]
+    return {
+        "kaiQueue": {"name": parent.name, "gpuQuota": parent.quota, "gpuLimit": parent.limit},
+        # Every Queue of the tenant (parent, then its leaves) with its over-quota weight and the queue above it.
+        "kaiQueues": [
+            {
+                "name": q.name,
+                "parent": q.parent,
+                "gpuQuota": q.quota,
+                "gpuLimit": q.limit,
+                "overQuotaWeight": q.over_quota_weight,
+            }
+            for q in tenant.kai_queues
+        ],
+    }
 
 
 def format_json(data: dict[str, Any]) -> str:

@@ -1,0 +1,87 @@
+"""`gpustack capacity` shows each KAI tenant's Queues (quota, limit, over-quota weight) beside its quota, read from
+the Queues compile writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import gpustack.compile.kai as compile_kai
+from gpustack.capacity import capacity_data, format_text, measure_capacity
+from gpustack.cli import group
+from gpustack.context import Context
+from gpustack.model import Tenant
+from gpustack.validation import validate_path
+
+BLUEPRINTS = Path(__file__).parent.parent / "blueprints"
+KAI = BLUEPRINTS / "kai.yaml"
+
+
+def context(path: Path = KAI) -> Context:
+    result = validate_path(path)
+    assert result.context is not None
+    return result.context
+
+
+def tenants(path: Path = KAI) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in capacity_data(measure_capacity(context(path)), path.name)["tenants"]}
+
+
+def test_every_queue_of_a_kai_tenant_with_its_weight() -> None:
+    training = tenants()["training"]
+    assert training["kaiQueues"] == [
+        {"name": "training", "parent": None, "gpuQuota": 12, "gpuLimit": 12, "overQuotaWeight": 1},
+        {"name": "training.training", "parent": "training", "gpuQuota": 6, "gpuLimit": 12, "overQuotaWeight": 1},
+        {"name": "training.training-dev", "parent": "training", "gpuQuota": 6, "gpuLimit": 12, "overQuotaWeight": 1},
+    ]
+    assert training["kaiQueue"] == {"name": "training", "gpuQuota": 12, "gpuLimit": 12}
+
+
+def test_text_shows_the_queues_beside_the_quota() -> None:
+    text = format_text(capacity_data(measure_capacity(context()), "kai.yaml"))
+    assert (
+        "  training (scheduler kai; KAI queue training: 12 GPU units guaranteed, limit 12, over-quota weight 1, "
+        "a MIG device counting its compute slices)\n"
+        "    h100               nvidia.com/gpu                  12 /    16 /     8  ok\n"
+        "    KAI leaf queue training.training: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
+        "    KAI leaf queue training.training-dev: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
+    ) in text
+
+
+def test_figures_are_the_compiled_queues(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever compile writes is what capacity shows: nothing is summed again from the blueprint."""
+    written = compile_kai.tenant_queues
+
+    def heavier(tenant: Tenant) -> list[dict[str, Any]]:
+        queues = [dict(q) for q in written(tenant)]
+        spec = dict(queues[0]["spec"])
+        spec["resources"] = {**spec["resources"], "gpu": {"quota": 7, "limit": -1, "overQuotaWeight": 3}}
+        queues[0] = {**queues[0], "spec": spec}
+        return queues
+
+    monkeypatch.setattr(compile_kai, "tenant_queues", heavier)
+    serving = tenants()["serving"]
+    assert serving["kaiQueue"] == {"name": "serving", "gpuQuota": 7, "gpuLimit": -1}
+    assert serving["kaiQueues"][0]["overQuotaWeight"] == 3
+    text = format_text(capacity_data(measure_capacity(context()), "kai.yaml"))
+    assert "KAI queue serving: 7 GPU units guaranteed, limit none, over-quota weight 3" in text
+
+
+def test_other_schedulers_have_no_queue() -> None:
+    for tenant in tenants(BLUEPRINTS / "kueue.yaml").values():
+        assert "kaiQueues" not in tenant and "kaiQueue" not in tenant
+
+
+def test_cli_json() -> None:
+    result = CliRunner().invoke(group, ["capacity", str(KAI), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    serving = next(t for t in document["tenants"] if t["name"] == "serving")
+    assert serving["kaiQueues"] == [
+        {"name": "serving", "parent": None, "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
+        {"name": "serving.serving", "parent": "serving", "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
+    ]
