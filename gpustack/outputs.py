@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.collector import paused
-from gpustack.outputs_readme import render_readme
+from gpustack.outputs_readme import PREREQUISITES_FILE, applied_objects, render_prerequisite_script, render_readme
 from gpustack.plan import Manifest, Plan
 from gpustack.yamlout import dump_all, dump_each, dump_yaml
 
@@ -46,6 +46,10 @@ def render_files(plan: Plan) -> dict[str, str]:
         files[artifact.path] = artifact.text
     files[KUSTOMIZATION] = render_kustomization(plan, grouped)
     applied = {file for file, manifests in grouped.items() if manifests[0].family not in NOT_IN_KUSTOMIZATION}
+    # Checked before `kubectl apply -k` (README step 4): every CRD and API the applied objects use is served.
+    prerequisites = render_prerequisite_script(plan, applied_objects(grouped, applied))
+    if prerequisites is not None:
+        files[PREREQUISITES_FILE] = prerequisites
     files[README] = render_readme(plan, grouped, applied)
     return dict(sorted(files.items()))
 

@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 
+from gpustack.compile import controllers, kai, kueue, volcano
 from gpustack.compile.gpu_operator import CHART_NAME as OPERATOR_CHART
+from gpustack.dra import load_facts as dra_facts
 from gpustack.names import POOL_LABEL
-from gpustack.plan import Manifest, Plan
+from gpustack.plan import HelmRelease, Manifest, Plan
 from gpustack.templating import package_template
+
+PREREQUISITES_FILE = "check-prerequisites.sh"
+# The chart that serves each custom API group the output uses: its CRDs come with it (helm installs a chart's CRDs).
+GROUP_CHARTS: dict[str, str] = {
+    "kueue.x-k8s.io": kueue.CHART_NAME,
+    "scheduling.volcano.sh": volcano.CHART_NAME,
+    "batch.volcano.sh": volcano.CHART_NAME,
+    "scheduling.run.ai": kai.CHART_NAME,
+    **{c.group: c.chart for c in controllers.CONTROLLERS},
+}
+# API groups kube-apiserver serves itself (a subset: those a compiled object can use); any other group is a CRD's.
+BUILTIN_GROUPS = frozenset(
+    {"", "apps", "batch", "admissionregistration.k8s.io", "scheduling.k8s.io", "policy", "resource.k8s.io"}
+)
+DRA_GROUP = "resource.k8s.io"
 
 FAMILY_DESCRIPTIONS: dict[str, str] = {
     "cluster": "cluster-wide objects",
@@ -29,6 +48,117 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
     "dra-admission": "admission policies that keep tenants' DRA claims on their own pools' DeviceClasses",
 }
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing the cluster must serve before `kubectl apply -k`: a CRD, or an API version, and who provides it."""
+
+    check: tuple[str, ...]  # the kubectl words that succeed only when it is there
+    what: str  # in words, for the script's output
+    fix: str  # what to install, naming the release
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _crd_name(group: str, kind: str) -> str:
+    # Every custom kind gpustack writes or a template may render (template_kinds) is a regular English plural:
+    # resourceflavors, clusterqueues, localqueues, queues, jobs, jobsets, leaderworkersets.
+    return f"{kind.lower()}s.{group}"
+
+
+def _install(release: HelmRelease | None, chart: str | None) -> str:
+    if release is not None:
+        return (
+            f"install Helm release {release.name} (chart {release.chart_ref} {release.version}, namespace "
+            f"{release.namespace}: README.md step 3) and wait until it is ready"
+        )
+    if chart is not None:
+        return f"install the '{chart}' chart, which serves it"
+    return "install the controller that serves it"
+
+
+def requirements(plan: Plan, objects: Iterable[Manifest]) -> list[Requirement]:
+    """What the applied objects need the cluster to serve, in the order first needed: a CRD per custom kind (with the
+    release that installs it), and for DRA objects their resource.k8s.io version and the DRA driver."""
+    by_chart = {r.chart: r for r in plan.releases}
+    out: dict[tuple[str, ...], Requirement] = {}
+    for manifest in objects:
+        api_version = str(manifest.obj["apiVersion"])
+        group = _group(api_version)
+        if group == DRA_GROUP:
+            check = ("kubectl", "get", "--raw", f"/apis/{api_version}")
+            out.setdefault(
+                check,
+                Requirement(
+                    check,
+                    f"API {api_version} ({manifest.kind})",
+                    f"Dynamic Resource Allocation needs Kubernetes serving {api_version} (spec.dra.apiVersion, "
+                    "spec.kubernetes.version)",
+                ),
+            )
+            facts = dra_facts()
+            driver = by_chart.get(facts.chart)
+            check = ("kubectl", "get", "deviceclass", facts.chart_classes[0])
+            if driver is not None:
+                out.setdefault(
+                    check,
+                    Requirement(
+                        check,
+                        f"DeviceClass {facts.chart_classes[0]} (the NVIDIA DRA driver's chart installs it)",
+                        _install(driver, facts.chart),
+                    ),
+                )
+            continue
+        if group in BUILTIN_GROUPS:
+            continue
+        crd = _crd_name(group, manifest.kind)
+        check = ("kubectl", "get", "crd", crd)
+        chart = GROUP_CHARTS.get(group)
+        release = by_chart.get(chart) if chart is not None else None
+        out.setdefault(check, Requirement(check, f"CRD {crd} ({manifest.kind})", _install(release, chart)))
+    return list(out.values())
+
+
+def _words(words: Iterable[str]) -> str:
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def render_prerequisite_script(plan: Plan, objects: Iterable[Manifest]) -> str | None:
+    """A POSIX sh script that checks, before `kubectl apply -k`, that the cluster serves every CRD and API the
+    kustomization's objects use, naming the release that installs each one missing; None where nothing is needed.
+
+    Run by an admin: every word from the blueprint is quoted, and messages go through printf '%s' (dash's echo
+    would interpret backslashes)."""
+    needed = requirements(plan, objects)
+    if not needed:
+        return None
+    lines = [
+        "#!/bin/sh",
+        f"# Generated by gpustack from blueprint '{plan.blueprint}': check that the cluster serves every CRD and API",
+        "# this output's objects use, before `kubectl apply -k .`. Edit the blueprint, not this file.",
+        "set -u",
+        "missing=0",
+        "need() {",
+        "  what=$1; fix=$2; shift 2",
+        '  if "$@" >/dev/null 2>&1; then',
+        "    printf 'ok: %s\\n' \"$what\"",
+        "  else",
+        '    printf \'missing: %s: %s\\n\' "$what" "$fix" >&2',
+        "    missing=1",
+        "  fi",
+        "}",
+    ]
+    lines += [f"need {_words([r.what, r.fix, *r.check])}" for r in needed]
+    lines += [
+        'if [ "$missing" -ne 0 ]; then',
+        "  printf '%s\\n' 'Install what is missing (README.md step 3), then run this script again.' >&2",
+        "  exit 1",
+        "fi",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _template() -> jinja2.Template:
@@ -65,8 +195,23 @@ def files_before_charts(grouped: dict[str, list[Manifest]], applied: set[str]) -
     return [f for f, ms in grouped.items() if f in applied and all(m.kind in BEFORE_CHARTS for m in ms)]
 
 
+def applied_objects(grouped: dict[str, list[Manifest]], applied: set[str]) -> list[Manifest]:
+    """The kustomization's objects, in apply order."""
+    return [m for file, ms in grouped.items() if file in applied for m in ms]
+
+
 def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[str] | None = None) -> str:
+    applied = set(grouped) if applied is None else applied
+    needed = requirements(plan, applied_objects(grouped, applied))
     rows: list[dict[str, Any]] = [{"file": file, "description": _describe(ms)} for file, ms in grouped.items()]
+    if needed:
+        rows.append(
+            {
+                "file": PREREQUISITES_FILE,
+                "description": "checks that the cluster serves every CRD and API the kustomization uses, naming the "
+                "release that installs each one missing (run before `kubectl apply -k`)",
+            }
+        )
     rows += [
         {"file": r.values_file, "description": f"Helm values for `{r.chart}` {r.version} (not applied by kustomize)"}
         for r in plan.releases
@@ -103,7 +248,9 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[s
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
         node_pools=[a.path for a in plan.artifacts if a.path.endswith(".node-pool.yaml")],
         prerequisites=plan.prerequisites,
-        first_files=files_before_charts(grouped, set(grouped) if applied is None else applied),
+        first_files=files_before_charts(grouped, applied),
+        prerequisite_script=PREREQUISITES_FILE if needed else None,
+        has_dra=any(_group(str(m.obj["apiVersion"])) == DRA_GROUP for m in plan.objects),
         nodes=sorted({m.name for m in plan.objects if m.kind == "Node"}),
         # MIG layouts as the mig family's ConfigMap (stack: device-plugin) or in the GPU Operator's values.
         has_mig=bool(plan.by_family("mig")) or (operator is not None and "migManager" in operator.values),

@@ -14,6 +14,7 @@ from gpustack.collector import paused
 from gpustack.compile import (
     admission,
     cloud,
+    controllers,
     device_plugin,
     dra,
     gpu_operator,
@@ -65,6 +66,7 @@ KIND_RANK: dict[str, int] = {
     "Queue": 8,
     "LocalQueue": 9,
     "ResourceClaimTemplate": 9,
+    "ResourceClaim": 9,  # a `share: pods` workload's one claim, like a template just before its pods
 }
 WORKLOAD_RANK = 10
 
@@ -87,6 +89,8 @@ def compile_blueprint(context: Context) -> Plan:
         merged.prerequisites.extend(output.prerequisites)
         merged.pools.extend(output.pools)
         merged.node_pools.extend(output.node_pools)
+    # From the objects themselves, rendered templates included: a JobSet or LeaderWorkerSet needs its controller.
+    merged.releases.extend(controllers.controller_releases(merged.objects))
     return Plan(
         blueprint=context.blueprint.name,
         objects=tuple(sorted(merged.objects, key=_rank)),

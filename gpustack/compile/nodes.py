@@ -24,9 +24,11 @@ import shlex
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from gpustack.compile import resource_slices
 from gpustack.compile.device_plugin import device_plugin_config_key
 from gpustack.compile.mig import mig_config_label
 from gpustack.context import Context
+from gpustack.dra import is_dra
 from gpustack.model import Allocation, NodePool, SharingStrategy, Stack
 from gpustack.names import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -185,9 +187,16 @@ def render_verify_script(ctx: Context) -> str:
         "# promises. Run after the charts are ready and the nodes are labelled. Edit the blueprint, not this file.",
         "set -eu",
     ]
+    dra_pools = [pool for pool in ctx.blueprint.pools if is_dra(pool)]
+    checks_slices = resource_slices.has_dra_pools(ctx, dra_pools)
+    if checks_slices:  # DRA pools are checked by their ResourceSlices: the driver never sets allocatable
+        lines += resource_slices.preamble()
     for pool in ctx.blueprint.pools:
         offers = ctx.offers.get(pool.name, ())
         if not offers:
+            continue
+        if is_dra(pool):
+            lines += resource_slices.pool_check(ctx, pool)
             continue
         expected = ", ".join(f"{offer.resource}={offer.per_node}" for offer in offers)
         columns = ",".join(
@@ -201,6 +210,8 @@ def render_verify_script(ctx: Context) -> str:
             f"echo 'pool {pool.name}: every node should show {expected}'",
             _command(["kubectl", "get", "nodes", "-l", describe_selection(pool), "-o", f"custom-columns={columns}"]),
         ]
+    if checks_slices:
+        lines += resource_slices.epilogue()
     return "\n".join(lines) + "\n"
 
 

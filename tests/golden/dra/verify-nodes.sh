@@ -3,11 +3,45 @@
 # promises. Run after the charts are ready and the nodes are labelled. Edit the blueprint, not this file.
 set -eu
 
-echo 'pool h100-train: every node should show nvidia.com/gpu=8'
-kubectl get nodes -l gpustack.io/pool=h100-train -o 'custom-columns=NAME:.metadata.name,GPU:.status.allocatable.nvidia\.com/gpu'
+failed=0
+dra_devices() {
+  if [ "$2" -eq "$3" ]; then
+    printf '  %s: %s %s: ok\n' "$1" "$2" "$4"
+  elif [ "$2" -eq 0 ]; then
+    printf '  %s: no %s in its ResourceSlices: the DRA driver kubelet plugin does not run on it or finds no GPU (kubectl get pods -n %s -o wide; the node needs its pool label and the NVIDIA driver)\n' "$1" "$4" "$5" >&2
+    failed=1
+  elif [ "$2" -lt "$3" ]; then
+    printf '  %s: %s of %s %s in its ResourceSlices: GPUs missing, or its MIG layout is unfinished (kubectl get node %s -L nvidia.com/mig.config.state)\n' "$1" "$2" "$3" "$4" "$1" >&2
+    failed=1
+  else
+    printf '  %s: %s %s in its ResourceSlices, more than the %s its pool declares: fix the pool (gpu.count, MIG layout)\n' "$1" "$2" "$4" "$3" >&2
+    failed=1
+  fi
+}
 
-echo 'pool a100-mig: every node should show nvidia.com/mig-3g.40gb=16'
-kubectl get nodes -l gpustack.io/pool=a100-mig -o 'custom-columns=NAME:.metadata.name,MIG-3G.40GB:.status.allocatable.nvidia\.com/mig-3g\.40gb'
+printf '%s\n' 'pool h100-train (DRA): every node should publish 8 gpu.nvidia.com GPUs in its ResourceSlices'
+nodes=$(kubectl get nodes -l gpustack.io/pool=h100-train -o 'jsonpath={.items[*].metadata.name}')
+if [ -z "$nodes" ]; then
+  printf '%s\n' '  no node matches gpustack.io/pool=h100-train: label the nodes of pool h100-train (nodes/label-nodes.sh)' >&2
+  failed=1
+fi
+for node in $nodes; do
+  found=$(kubectl get resourceslices.v1.resource.k8s.io --field-selector spec.driver=gpu.nvidia.com,spec.nodeName="$node" -o 'jsonpath={range .items[*].spec.devices[?(@.attributes.type.string=="gpu")]}{.name}{"\n"}{end}' | grep -c . || true)
+  dra_devices "$node" "$found" 8 'gpu.nvidia.com GPUs' nvidia-dra-driver-gpu
+done
+
+printf '%s\n' 'pool a100-mig (DRA): every node should publish 16 gpu.nvidia.com devices of MIG profile 3g.40gb in its ResourceSlices'
+nodes=$(kubectl get nodes -l gpustack.io/pool=a100-mig -o 'jsonpath={.items[*].metadata.name}')
+if [ -z "$nodes" ]; then
+  printf '%s\n' '  no node matches gpustack.io/pool=a100-mig: label the nodes of pool a100-mig (nodes/label-nodes.sh)' >&2
+  failed=1
+fi
+for node in $nodes; do
+  found=$(kubectl get resourceslices.v1.resource.k8s.io --field-selector spec.driver=gpu.nvidia.com,spec.nodeName="$node" -o 'jsonpath={range .items[*].spec.devices[?(@.attributes.profile.string=="3g.40gb")]}{.name}{"\n"}{end}' | grep -c . || true)
+  dra_devices "$node" "$found" 16 'gpu.nvidia.com devices of MIG profile 3g.40gb' nvidia-dra-driver-gpu
+done
 
 echo 'pool l4-serve: every node should show nvidia.com/gpu=4'
 kubectl get nodes -l gpustack.io/pool=l4-serve -o 'custom-columns=NAME:.metadata.name,GPU:.status.allocatable.nvidia\.com/gpu'
+
+exit "$failed"
