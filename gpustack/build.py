@@ -14,13 +14,17 @@ from gpustack.defaults import value_or_default as get
 from gpustack.diagnostic import JsonPath
 from gpustack.model import (
     AUTO_LAYOUT,
+    UNLIMITED,
     Allocation,
     Blueprint,
+    ClaimShare,
+    ClaimSharing,
     CloudPool,
     DevicePlugin,
     DevicePluginFlags,
     DraSettings,
     EnvRef,
+    GpuClaim,
     GpuNeed,
     GpuOperator,
     GpuRef,
@@ -275,6 +279,21 @@ def _replication(block: Data, path: JsonPath) -> Replication:
     )
 
 
+def _mig_time_slicing(block: Data, path: JsonPath) -> Replication:
+    """mig.timeSlicing: one count for every instance, or (a mapping) a count per profile and for `whole` GPUs."""
+    replicas = block["replicas"]
+    if not isinstance(replicas, dict):
+        return _replication(block, path)
+    per_profile = tuple((str(profile), int(count)) for profile, count in replicas.items())
+    return Replication(
+        replicas=max(count for _, count in per_profile),
+        rename_by_default=get(block, d.MIG_TIME_SLICING, "renameByDefault"),
+        fail_requests_greater_than_one=get(block, d.MIG_TIME_SLICING, "failRequestsGreaterThanOne"),
+        path=path,
+        per_profile=per_profile,
+    )
+
+
 def _mig(data: Data, path: JsonPath) -> MigSharing:
     auto = False
     if "groups" in data:
@@ -282,7 +301,7 @@ def _mig(data: Data, path: JsonPath) -> MigSharing:
     else:
         auto = data["layout"] == AUTO_LAYOUT
         groups = (MigGroup(None, () if auto else _pairs(data["layout"]), (*path, "layout")),)
-    time_slicing = _replication(data["timeSlicing"], (*path, "timeSlicing")) if "timeSlicing" in data else None
+    time_slicing = _mig_time_slicing(data["timeSlicing"], (*path, "timeSlicing")) if "timeSlicing" in data else None
     return MigSharing(
         strategy=MigStrategy(data["strategy"]),
         groups=groups,
@@ -300,7 +319,8 @@ def _mig_group(data: Data, path: JsonPath) -> MigGroup:
 
 
 def _amounts(data: Mapping[str, Any] | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
-    return tuple((pool, _pairs(items)) for pool, items in (data or {}).items())
+    # A quota's `unlimited` pool is an entry without amounts here; `Tenant.unlimited` tells it from a closed `{}`.
+    return tuple((pool, () if items == UNLIMITED else _pairs(items)) for pool, items in (data or {}).items())
 
 
 def _tenant(data: Data, path: JsonPath) -> Tenant:
@@ -313,8 +333,10 @@ def _tenant(data: Data, path: JsonPath) -> Tenant:
         priority=get(data, d.TENANT, "priority"),
         scheduler=Scheduler(get(data, d.TENANT, "scheduler")),
         quota=_amounts(data.get("quota")),
+        unlimited=tuple(pool for pool, items in (data.get("quota") or {}).items() if items == UNLIMITED),
         path=path,
         kueue=None if kueue is None else _kueue_tenant(kueue, (*path, "kueue")),
+        kai=None if data.get("kai") is None else _kueue_tenant(data["kai"], (*path, "kai")),
         volcano=None
         if volcano is None
         else VolcanoTenant(
@@ -364,6 +386,8 @@ def _workload(data: Data, path: JsonPath) -> Workload:
             memory=gpu.get("memory"),
             path=(*path, "gpu"),
             cores=gpu.get("cores"),
+            shareable=get(gpu, d.WORKLOAD_GPU, "shareable"),
+            claim=_claim(gpu["claim"], (*path, "gpu", "claim")) if "claim" in gpu else None,
         ),
         cpu=_text(resources.get("cpu")),
         memory=resources.get("memory"),
@@ -379,6 +403,23 @@ def _workload(data: Data, path: JsonPath) -> Workload:
         size=data.get("size") if kind is WorkloadKind.LEADER_WORKER_SET else None,
         ephemeral_storage=resources.get("ephemeralStorage"),
         shm_size=data.get("shmSize"),
+    )
+
+
+def _claim(data: Data, path: JsonPath) -> GpuClaim:
+    sharing = data.get("sharing")
+    return GpuClaim(
+        share=ClaimShare(get(data, d.WORKLOAD_CLAIM, "share")),
+        path=path,
+        sharing=None
+        if sharing is None
+        else ClaimSharing(
+            strategy=sharing["strategy"],
+            path=(*path, "sharing"),
+            interval=sharing.get("interval"),
+            active_thread_percentage=sharing.get("activeThreadPercentage"),
+            pinned_memory_limit=sharing.get("pinnedMemoryLimit"),
+        ),
     )
 
 

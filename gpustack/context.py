@@ -170,12 +170,12 @@ class Context:
         return dict(self.demand.get(tenant_name, {}))
 
     def quota_ceiling(self, tenant: Tenant, pool_name: str, resource: str, nominal: int) -> int:
-        """The most of a pool resource (full name) the tenant may hold: its nominal quota, plus, for a Kueue tenant
-        in a cohort, what it may borrow: the cohort's borrowingLimit, or without one (Kueue's unlimited borrowing)
+        """The most of a pool resource (full name) the tenant may hold: its nominal quota, plus, for a Kueue or KAI
+        tenant in a cohort, what it may borrow: the cohort's borrowingLimit, or without one (unlimited borrowing)
         up to the whole pool.
         """
         cohort = tenant.cohort
-        if tenant.scheduler is not Scheduler.KUEUE or cohort is None:
+        if tenant.scheduler not in (Scheduler.KUEUE, Scheduler.KAI) or cohort is None:
             return nominal
         borrowing = {
             full_resource_name(short): n for short, n in amounts_for(cohort.borrowing_limit, pool_name).items()
@@ -207,9 +207,16 @@ class Context:
                 # A time-sliced MIG instance: the pods on one instance share its memory, as on a time-sliced GPU.
                 requests = self.requests.get(workload.name)
                 offer = offer_for(self.offers[pool.name], requests.gpu_resource) if requests is not None else None
-                if offer is None or offer.profile is None or offer.shared_by < 2 or offer.memory_gib is None:
+                if offer is None or offer.shared_by < 2 or offer.memory_gib is None:
                     continue
-                fact = Oversubscription(workload, pool, model, need, offer.shared_by, offer.profile, offer.memory_gib)
+                if offer.profile is not None:
+                    fact = Oversubscription(
+                        workload, pool, model, need, offer.shared_by, offer.profile, offer.memory_gib
+                    )
+                elif pool.sharing.strategy is SharingStrategy.MIG:  # whole GPUs time-sliced beside the instances
+                    fact = Oversubscription(workload, pool, model, need, offer.shared_by)
+                else:
+                    continue  # MPS and HAMi units carry their own memory limits
             if fact.total > fact.gpu_memory:
                 found.append(fact)
         return tuple(found)

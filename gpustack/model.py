@@ -73,6 +73,7 @@ class SharingStrategy(StrEnum):
     MPS = "mps"
     MIG = "mig"
     HAMI = "hami"
+    AUTO = "auto"  # left to `gpustack recommend`: whole GPUs, MIG or time-slicing, whichever needs fewest GPUs
 
 
 class Allocation(StrEnum):
@@ -83,6 +84,7 @@ class Allocation(StrEnum):
 
 
 AUTO_LAYOUT = "auto"  # sharing.mig.layout: auto, the value `gpustack recommend` replaces
+UNLIMITED = "unlimited"  # tenants[].quota.<pool>: unlimited, a granted pool held whole (no quota line)
 
 
 class MigStrategy(StrEnum):
@@ -209,14 +211,41 @@ class Taint:
     by_cloud: bool = False  # put on the nodes by their cloud itself (gpustack.taints.CLOUD_TAINTS), not by gpustack
 
 
+# mig.timeSlicing.replicas' key for the GPUs a mixed pool leaves whole (MIG off), beside the profiles' keys.
+WHOLE_GPUS = "whole"
+
+
 @dataclass(frozen=True)
 class Replication:
     """Time-slicing or MPS: one physical GPU advertised as `replicas` schedulable units."""
 
-    replicas: int
+    replicas: int  # with per_profile: the largest of its counts
     rename_by_default: bool
     fail_requests_greater_than_one: bool
     path: JsonPath
+    # mig.timeSlicing.replicas written per profile, as NVIDIA's time-slicing page writes it: (profile or WHOLE_GPUS,
+    # replicas) in blueprint order; what it leaves out is not shared. Empty: `replicas` for every MIG instance, and
+    # GPUs left whole stay whole (the one-count form, as before).
+    per_profile: tuple[tuple[str, int], ...] = ()
+
+    def replicas_for(self, profile: str | None) -> int:
+        """How many times one instance of `profile` (None: a GPU left whole) is advertised; 1: not shared."""
+        if not self.per_profile:
+            return 1 if profile is None else self.replicas
+        return dict(self.per_profile).get(WHOLE_GPUS if profile is None else profile, 1)
+
+    def shares(self, profile: str | None) -> bool:
+        """Whether the device plugin replicates `profile`'s instances (None: the GPUs left whole) at all."""
+        if not self.per_profile:
+            return profile is not None
+        return (WHOLE_GPUS if profile is None else profile) in dict(self.per_profile)
+
+    @property
+    def counts_text(self) -> str:
+        """The replica counts as report prose: `x2`, or `whole x8, 1g.5gb x2` per profile."""
+        if not self.per_profile:
+            return f"x{self.replicas}"
+        return ", ".join(f"{profile} x{count}" for profile, count in self.per_profile)
 
 
 @dataclass(frozen=True)
@@ -236,7 +265,7 @@ class MigSharing:
     strategy: MigStrategy
     groups: tuple[MigGroup, ...]
     path: JsonPath
-    time_slicing: Replication | None = None  # every MIG instance advertised `replicas` times
+    time_slicing: Replication | None = None  # MIG instances (per_profile: and whole GPUs) advertised replicas times
     # layout: auto: `gpustack recommend` chooses the layouts; until then the pool offers every profile (so needs and
     # quotas can be checked) and compile refuses it (GS310). Its one group has an empty layout.
     auto: bool = False
@@ -406,17 +435,53 @@ class Tenant:
     pools: tuple[str, ...]
     priority: str
     scheduler: Scheduler
-    quota: PoolAmounts
+    quota: PoolAmounts  # an `unlimited` pool is an entry with no amounts, and is named in `unlimited` too
     path: JsonPath
     kueue: KueueTenant | None = None  # only with scheduler: kueue
     volcano: VolcanoTenant | None = None  # only with scheduler: volcano
+    unlimited: tuple[str, ...] = ()  # pools whose quota is `unlimited`: granted whole, no quota line
+    kai: KueueTenant | None = None  # only with scheduler: kai: Kueue's cohort words, compiled into KAI Queues
 
     def quota_for(self, pool: str) -> dict[str, int]:
         return amounts_for(self.quota, pool)
 
+    def unlimited_on(self, pool: str) -> bool:
+        """Whether the tenant holds the pool whole (`quota: {<pool>: unlimited}`). A granted pool with no quota entry
+        is closed: every resource of it at 0 (GS610 says so)."""
+        return pool in self.unlimited
+
     @property
     def cohort(self) -> KueueCohort | None:
-        return self.kueue.cohort if self.kueue is not None else None
+        settings = self.kueue or self.kai
+        return settings.cohort if settings is not None else None
+
+
+class ClaimShare(StrEnum):
+    """Who holds one DRA claim: the containers of each pod (a ResourceClaimTemplate) or every pod of the workload
+    (one ResourceClaim)."""
+
+    CONTAINERS = "containers"
+    PODS = "pods"
+
+
+@dataclass(frozen=True)
+class ClaimSharing:
+    """How the NVIDIA DRA driver shares a claimed GPU between its holders (the claim's GpuConfig)."""
+
+    strategy: str  # TimeSlicing or MPS, as the driver spells them
+    path: JsonPath
+    interval: str | None = None  # TimeSlicing: Default, Short, Medium or Long
+    active_thread_percentage: int | None = None  # MPS
+    pinned_memory_limit: str | None = None  # MPS: a quantity
+
+
+@dataclass(frozen=True)
+class GpuClaim:
+    """A DRA workload's claim as written (`gpu.claim`)."""
+
+    share: ClaimShare
+    path: JsonPath
+    sharing: ClaimSharing | None = None
 
 
 @dataclass(frozen=True)
@@ -426,6 +491,8 @@ class GpuNeed:
     memory: str | None  # Kubernetes quantity
     path: JsonPath
     cores: int | None = None  # HAMi: percent of each GPU's compute
+    shareable: bool = False  # tolerates an unisolated shared GPU: recommend may time-slice it on an auto pool
+    claim: GpuClaim | None = None  # DRA pools: who shares the claim, and the driver's sharing config
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import re
 from decimal import Decimal
 
 from gpustack.context import Context
-from gpustack.model import NodePool, Scheduler, Tenant
+from gpustack.model import NodePool, PoolAmounts, Scheduler, Tenant
 from gpustack.offers import full_resource_name
 from gpustack.quantity import parse_quantity
 
@@ -67,14 +67,37 @@ def kai_gpu_units(resource: str) -> int | None:
 
 def kai_gpu_quota(tenant: Tenant) -> tuple[int, int]:
     """A KAI tenant's (quota, limit) in GPU units: its quota summed as KAI counts it (a name KAI does not count is
-    refused before compile, GS514); the limit is -1 (none) when it holds a pool whole, as its ResourceQuota has none."""
-    quota = sum(
-        amount * (kai_gpu_units(full_resource_name(short)) or 0)
-        for _pool, items in tenant.quota
-        for short, amount in items
-    )
-    whole = any(not has_pool_quota(tenant, pool) for pool in tenant.pools)
-    return quota, KAI_UNLIMITED if whole else quota
+    refused before compile, GS514); the limit is -1 (none) only when it holds a pool whole (`unlimited`), as its
+    ResourceQuota has no line for it then; a granted pool without a quota entry is closed, so it adds nothing. In a
+    cohort the limit is the quota plus what it may borrow (kai_borrowing)."""
+    quota = _kai_units(tenant.quota)
+    whole = any(tenant.unlimited_on(pool) for pool in tenant.pools)
+    borrowing = kai_borrowing(tenant)
+    return quota, KAI_UNLIMITED if whole or borrowing is None else quota + borrowing
+
+
+def _kai_units(amounts: PoolAmounts) -> int:
+    return sum(n * (kai_gpu_units(full_resource_name(short)) or 0) for _pool, items in amounts for short, n in items)
+
+
+def kai_borrowing(tenant: Tenant) -> int | None:
+    """What a KAI tenant in a cohort may hold beyond its quota, in GPU units: its borrowingLimit summed as KAI counts
+    it, or None (no limit: what the cohort has) when a name its quota grants has no borrowingLimit, as Kueue reads an
+    unset borrowingLimit; 0 outside a cohort. Per name, its ResourceQuota holds the exact ceiling (quota_ceiling)."""
+    cohort = tenant.cohort
+    if tenant.scheduler is not Scheduler.KAI or cohort is None:
+        return 0
+    limited = {(pool, short) for pool, items in cohort.borrowing_limit for short, _n in items}
+    if any((pool, short) not in limited for pool, items in tenant.quota for short, _n in items):
+        return None
+    return _kai_units(cohort.borrowing_limit)
+
+
+def kai_cohort_queue(tenant: Tenant) -> str | None:
+    """The KAI Queue above a tenant's parent in a cohort, named after the cohort: it holds its tenants' quotas' sum,
+    so what they lend each other stays among them."""
+    cohort = tenant.cohort
+    return cohort.name if tenant.scheduler is Scheduler.KAI and cohort is not None else None
 
 
 def queue_name(tenant: Tenant) -> str:
@@ -95,26 +118,22 @@ def namespace_quota(tenant: Tenant) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-def has_pool_quota(tenant: Tenant, pool: str) -> bool:
-    """Whether the tenant's quota has an entry for the pool: with one, what the entry does not name is not granted."""
-    return any(name == pool for name, _ in tenant.quota)
-
-
 def closed_resources(ctx: Context, tenant: Tenant) -> list[str]:
     """Resource names the tenant's own pools advertise that it was not granted (N4): its quota on a pool that
-    advertises the name does not list it, no other of its quota entries lists it, and no pool of its without a quota
-    entry (a whole pool granted, unlimited) advertises it. Its quotas hold them at 0, as if the blueprint wrote 0.
+    advertises the name does not list it (or it has no entry for the pool: closed by default, GS610), no other of
+    its quota entries lists it, and no pool it holds whole (`unlimited`) advertises it. Its quotas hold them at 0, as
+    if the blueprint wrote 0.
 
     On a mixed pool (whole GPUs beside MIG instances), a pool with two MIG profiles, time-sliced `.shared` names,
     HAMi's three names or a DRA pool's units, a quota naming some of the pool's names would otherwise leave the
     others unlimited.
     """
     listed = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
-    open_names: set[str] = set()  # advertised by a pool the tenant holds whole (no quota entry on it)
+    open_names: set[str] = set()  # advertised by a pool the tenant holds whole (`unlimited`)
     candidates: dict[str, None] = {}
     for pool in tenant.pools:
         offers = ctx.offers.get(pool, ())
-        if not has_pool_quota(tenant, pool):
+        if tenant.unlimited_on(pool):
             open_names.update(offer.resource for offer in offers)
             continue
         candidates.update((offer.resource, None) for offer in offers)
@@ -149,7 +168,7 @@ def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -
     quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
     if resource in quota:
         return quota[resource]
-    if has_pool_quota(tenant, pool.name):
-        return 0  # a quota on the pool that does not name the resource grants none of it (N4)
+    if not tenant.unlimited_on(pool.name):
+        return 0  # a quota that does not name the resource, or no entry for the pool, grants none of it (N4, GS610)
     offer = next((o for o in ctx.offers[pool.name] if o.resource == resource), None)
     return offer.per_node * pool.node_count if offer is not None else 0

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 from gpustack.codes import (
     GANG_NEVER_FITS,
+    KAI_COHORT_NAME,
+    KAI_LENDING_LIMIT,
     KAI_QUEUE_NAME,
     KAI_UNCOUNTED_SHARING,
     KUEUE_LENDING_ABOVE_QUOTA,
@@ -158,6 +160,40 @@ def check_kai_queue_names(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
+def check_kai_cohorts(ctx: Context) -> Iterator[Diagnostic]:
+    """Kueue's cohort words on a KAI tenant: what KAI cannot hold (a lendingLimit) and a cohort Queue's name."""
+    tenants = {tenant.name for tenant in kai_tenants(ctx)}
+    for tenant in kai_tenants(ctx):
+        cohort = tenant.cohort
+        if cohort is None:
+            continue
+        for pool, items in cohort.lending_limit:
+            for short, amount in items:
+                quota = tenant.quota_for(pool).get(short, 0)
+                if amount == quota:  # all of it: what KAI does
+                    continue
+                yield ctx.error(
+                    KAI_LENDING_LIMIT,
+                    (*cohort.path, "lendingLimit", pool, short),
+                    f"tenant '{tenant.name}' lends {amount} {short} of pool '{pool}' of its quota of {quota} there; "
+                    "it uses KAI, whose Queues cannot keep unused quota from the cohort: KAI lends all of it and "
+                    "reclaims it (evicting borrowers' over-quota jobs) when the tenant's jobs need it",
+                    f"remove lendingLimit or lend all {quota} (the quota stays guaranteed), or use scheduler: kueue "
+                    "to keep part of it unlent",
+                )
+        if cohort.name in tenants or cohort.name in KAI_CHART_QUEUES:
+            whose = (
+                f"the parent Queue of tenant '{cohort.name}'" if cohort.name in tenants else "a queue of KAI's chart"
+            )
+            yield ctx.error(
+                KAI_COHORT_NAME,
+                (*cohort.path, "name"),
+                f"the KAI cohort '{cohort.name}' of tenant '{tenant.name}' would get a Queue of that name, which is "
+                f"already {whose}",
+                "rename the cohort; gpustack names each KAI cohort's Queue after the cohort",
+            )
+
+
 def check_kai_pool_sharing(ctx: Context) -> Iterator[Diagnostic]:
     """KAI's Queue counts whole GPUs and MIG devices only; a HAMi pool's pods need HAMi's scheduler, not KAI's."""
     for tenant in kai_tenants(ctx):
@@ -234,6 +270,7 @@ RULES = (
     check_kueue_lending_limits,
     check_volcano_queue_names,
     check_kai_queue_names,
+    check_kai_cohorts,
     check_kai_pool_sharing,
     check_gangs_fit,
 )

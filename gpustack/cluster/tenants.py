@@ -25,12 +25,17 @@ from typing import Any
 
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotPod, SnapshotQuota
 from gpustack.dra import CLASS_SUFFIX, load_facts
-from gpustack.model import PRIORITY_VALUES
+from gpustack.model import PRIORITY_VALUES, UNLIMITED
 from gpustack.names import POOL_LABEL, TENANT_LABEL, priority_class_name
 from gpustack.quantity import parse_quantity
 
 SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
-SYSTEM_NAMESPACES = frozenset({"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system"})
+# KAI Scheduler's chart: its release namespace, the binder's GPU-reservation pods (global.resourceReservation) and the
+# node-scale-adjuster's scaling pods (nodescaleadjuster.scalingPodNamespace). Their pods hold GPUs, never a tenant's.
+KAI_NAMESPACES = ("kai-scheduler", "kai-resource-reservation", "kai-scale-adjust")
+SYSTEM_NAMESPACES = frozenset(
+    {"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system", *KAI_NAMESPACES}
+)
 QUOTA_PREFIX = "requests.nvidia.com/"  # extended resources take quota only as requests.<name>
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 _Found = list[tuple[int, SnapshotQuota]]  # one resource's hard amounts in one namespace, with their quotas
@@ -185,7 +190,8 @@ def _whole_pools(
     notes: dict[str, list[str]],
 ) -> None:
     """Pools a tenant holds whole, as gpustack compiles them: its quotas name every other pool's resources and
-    leave this pool's unlimited. Only a pool no tenant has a quota on, so no tenant is given another's pool."""
+    leave this pool's unlimited. Only a pool no tenant has a quota on, so no tenant is given another's pool. The
+    quota says `unlimited` for it: a granted pool without an entry is closed (GS610), and the cluster has no line."""
     quota_pools = {pool for tenant in tenants for pool in tenant["quota"]}
     for tenant in tenants:
         hard = limited[tenant["name"]]
@@ -193,6 +199,7 @@ def _whole_pools(
             others = {r for p, found in advertised.items() if p != pool for r in found if r not in names}
             if names and pool not in quota_pools and not hard & set(names) and others <= hard:
                 tenant["pools"] = sorted({*tenant["pools"], pool})
+                tenant["quota"][pool] = UNLIMITED
                 unlimited = ", ".join(sorted(names))
                 notes.setdefault(tenant["name"], []).append(
                     f"pools: {pool} held whole, since its quotas limit every other pool's resources but not {unlimited}"

@@ -10,6 +10,7 @@ _workloads = Stage("workloads", "gpustack/checks/workloads.py")
 _templates = Stage("workload templates", "gpustack/validation.py, gpustack/workload_templates.py")
 _isolation = Stage("isolation", "gpustack/checks/isolation.py")
 _cluster = Stage("cluster settings", "gpustack/checks/cluster.py")
+_dra_claims = Stage("DRA claims", "gpustack/checks/dra.py")
 
 QUOTA_ABOVE_POOL = _tenancy(
     "GS501",
@@ -121,6 +122,26 @@ KAI_UNCOUNTED_SHARING = _schedulers(
     "Use whole GPUs, MIG or time-slicing without `renameByDefault` on the tenant's pools, or another scheduler.",
 )
 
+KAI_LENDING_LIMIT = _schedulers(
+    "GS515",
+    "a KAI tenant's cohort lends other than all of its quota, which KAI cannot hold",
+    "A `kai.cohort.lendingLimit` amount on a KAI tenant that is not its quota there. A KAI Queue has a guaranteed "
+    "quota, a hard limit and an over-quota weight, and nothing that keeps part of its unused quota from others: KAI "
+    "lends all of it and takes it back by reclaiming (evicting what other queues run over their quota) when the "
+    "queue's own jobs need it.",
+    "Remove `lendingLimit` or lend the whole quota (the quota stays guaranteed: KAI reclaims it when the tenant "
+    "needs it), or use `scheduler: kueue`, whose ClusterQueue can keep part of it unlent.",
+)
+
+KAI_COHORT_NAME = _schedulers(
+    "GS516",
+    "a KAI cohort named like a KAI tenant or one of KAI's own queues",
+    "A KAI tenant's `kai.cohort.name` is also a KAI tenant's name or `default-parent-queue`/`default-queue`: the "
+    "cohort's Queue, named after it, would be the same cluster-scoped Queue as that tenant's parent Queue or the "
+    "chart's.",
+    "Rename the cohort (or the tenant).",
+)
+
 NEED_UNMET = _workloads(
     "GS601",
     "a GPU need the workload's pool cannot meet",
@@ -192,6 +213,44 @@ TORCHRUN_SHAPE = _workloads(
     "of pods, `--nproc_per_node` is not the GPUs per pod, a fixed `--node_rank` on a multi-node job, or "
     "`--standalone` with more than one node; torchrun would wait for peers that never come.",
     "Remove the flag and let gpustack derive it from the job's shape, or make it match `workers` and `gpu.count`.",
+)
+
+POOL_WITHOUT_QUOTA = _tenancy(
+    "GS610",
+    "a granted pool with no quota entry: closed to the tenant",
+    "A tenant's `pools` lists a GPU pool its `quota` has no entry for. gpustack closes it: every resource the pool "
+    "advertises is 0 in the tenant's ResourceQuota, ClusterQueue, Volcano queue and KAI queue, so none of its pods "
+    "can take a GPU there. (Before, such a pool was silently unlimited.)",
+    "Say what the tenant gets: `quota: {<pool>: unlimited}` to let it take every GPU of the pool, amounts "
+    "(`<pool>: {gpu: 4}`), or `<pool>: {}` to keep it closed on purpose (a Kueue tenant that only borrows).",
+)
+
+DRA_CLAIM_OFF_DRA = _dra_claims(
+    "GS613",
+    "a workload's gpu.claim on a pool that hands out GPUs through a device plugin",
+    "A workload writes `gpu.claim` (who shares its DRA claim, and the driver's sharing config) and its pool has "
+    "`allocation: device-plugin`: its pods request extended resources and hold no claim, so nothing would share.",
+    "Drop `gpu.claim`, or place the workload on a pool with `allocation: dra`.",
+)
+
+DRA_CLAIM_SHARING = _dra_claims(
+    "GS614",
+    "claim sharing config the DRA driver cannot apply",
+    "A workload's `gpu.claim.sharing` asks for a strategy the pinned driver chart predates (its feature gate arrives "
+    "in a later release), sets an option of the other strategy (`interval` is TimeSlicing's, "
+    "`activeThreadPercentage` and `pinnedMemoryLimit` are MPS's), or claims MIG devices, which the driver gives to "
+    "one claim unshared (GpuConfig applies to whole GPUs).",
+    "Pin `spec.dra.chartVersion` to a release with the gate, keep the options of the strategy you chose, or claim "
+    "whole GPUs on the pool.",
+)
+
+DRA_SHARED_CLAIM_SPREAD = _dra_claims(
+    "GS615",
+    "a multi-node workload shares one claim between its pods",
+    "A JobSet or LeaderWorkerSet writes `gpu.claim: {share: pods}`: one claim's devices are on one node, so every pod "
+    "holding it runs there, and the workers the job spreads across nodes would wait forever (or all crowd one node).",
+    "Use `share: containers` (each pod its own devices), or a Deployment, StatefulSet or Job for pods that share a "
+    "node's GPUs.",
 )
 
 GPU_TAINT_ON_DEDICATED_POOL = _isolation(
@@ -274,4 +333,13 @@ OPERATOR_CHART_SERIES = _cluster(
     "A GPU Operator chart outside the v26.7.x line: the values gpustack writes are checked against v26.7.0, and the "
     "chart silently ignores keys it does not know.",
     "Pin a v26.7.x release, or compare `gpu-operator/values.yaml` with that chart's values.yaml first.",
+)
+
+SHM_ABOVE_MEMORY = _workloads(
+    "GS807",
+    "a workload's /dev/shm larger than its pods' memory",
+    "A workload's `shmSize` is above its pods' memory (given, or sized by gpustack): /dev/shm is an in-memory "
+    "emptyDir, and what it holds counts against the pod's memory limit, so the pod is OOM-killed before /dev/shm "
+    "reaches its size (NCCL and DataLoader workers fill it under load).",
+    "Make `shmSize` smaller than `resources.memory`, leaving room for the process itself, or raise the memory.",
 )

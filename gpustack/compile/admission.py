@@ -89,6 +89,7 @@ from gpustack.names import ADMISSION_POLICY_MINOR, DEVICE_ENV, DEVICE_MOUNT_ROOT
 from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.schedulers import (
     KAI_SCHEDULER,
+    kai_cohort_queue,
     kai_leaf_queue,
     kai_parent_queue,
     kai_tenants,
@@ -411,9 +412,15 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
     if queues:
         variables, validations = add_reserved_queues_rule(queues, nobody, variables, validations)
     kai = tuple(
-        name
-        for tenant in kai_tenants(ctx)
-        for name in (kai_parent_queue(tenant), *(kai_leaf_queue(tenant, ns) for ns in tenant.namespaces))
+        dict.fromkeys(  # a cohort's Queue (above its tenants' parents) once
+            name
+            for tenant in kai_tenants(ctx)
+            for name in (
+                *((kai_cohort_queue(tenant),) if kai_cohort_queue(tenant) else ()),
+                kai_parent_queue(tenant),
+                *(kai_leaf_queue(tenant, ns) for ns in tenant.namespaces),
+            )
+        )
     )
     if kai:
         variables, validations = add_tenant_kai_queues_rule(kai, nobody, variables, validations)

@@ -9,9 +9,15 @@
   uncapped, as without KAI): a quota of 0 there would make every job over its quota, and preemptible, for the
   cpu it asks for.
 - `gpu.quota` (guaranteed) is the tenant's quota in units; `gpu.limit` (the hard cap) is the same, or `-1` when the
-  tenant holds a pool whole (no quota entry on it: its ResourceQuota has no ceiling there either). KAI's `gpu` is
+  tenant holds a pool whole (`quota: {<pool>: unlimited}`: its ResourceQuota has no ceiling there either; a pool
+  with no quota entry is closed, 0, GS610). KAI's `gpu` is
   one number for every GPU resource: it caps neither a pool nor a MIG profile, so the per-name ResourceQuota in
   each namespace stays the hard per-model limit (docs/kai.md).
+- A tenant in a cohort (`kai.cohort`, Kueue's words): its parent goes under a Queue named after the cohort, whose
+  quota and limit are its tenants' quotas summed, so what they lend each other stays among them (KAI's fair share
+  divides a parent's resources among its children only); the tenant's own limit is its quota plus its
+  borrowingLimit in units, or `-1` without one (the cohort's Queue still caps it). KAI lends all of a queue's unused
+  quota and takes it back by reclaiming, so `lendingLimit` is refused before compile (GS515).
 - A tenant with several namespaces: each leaf may use up to the tenant's limit (the parent caps their sum) and
   is guaranteed an even part of its quota (the remainder to the first namespaces, in blueprint order).
 - KAI itself is one pinned Helm release (chart `kai-scheduler`, OCI), installed with `--wait` before the Queues, so
@@ -31,6 +37,7 @@ from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.schedulers import (
     KAI_QUEUE_LABEL,
     KAI_UNLIMITED,
+    kai_cohort_queue,
     kai_gpu_quota,
     kai_leaf_queue,
     kai_parent_queue,
@@ -58,7 +65,8 @@ def compile_kai(ctx: Context) -> FamilyOutput:
     tenants = kai_tenants(ctx)
     if not tenants:
         return FamilyOutput()
-    objects = [Manifest(FAMILY, QUEUES_FILE, obj) for tenant in tenants for obj in tenant_queues(tenant)]
+    queues = [*cohort_queues(tenants), *(obj for tenant in tenants for obj in tenant_queues(tenant))]
+    objects = [Manifest(FAMILY, QUEUES_FILE, obj) for obj in queues]
     release = HelmRelease(
         name=RELEASE_NAME,
         chart=CHART_NAME,
@@ -105,23 +113,42 @@ def leaf_quotas(quota: int, count: int) -> list[int]:
     return [share + (1 if index < rest else 0) for index in range(count)]
 
 
-def _queue(name: str, tenant: Tenant, resources: dict[str, Any], parent: str | None = None) -> Object:
-    spec: dict[str, Any] = {"displayName": f"gpustack tenant {tenant.name}"}
+def _queue(name: str, tenant: Tenant | None, resources: dict[str, Any], parent: str | None = None) -> Object:
+    labels = dict(MANAGED_BY)
+    if tenant is not None:
+        labels[TENANT_LABEL] = tenant.name
+    spec: dict[str, Any] = {"displayName": f"gpustack tenant {tenant.name}" if tenant else f"gpustack cohort {name}"}
     if parent is not None:
         spec["parentQueue"] = parent
     spec["resources"] = resources
     return {
         "apiVersion": QUEUE_API_VERSION,
         "kind": "Queue",
-        "metadata": {"name": name, "labels": {**MANAGED_BY, TENANT_LABEL: tenant.name}},
+        "metadata": {"name": name, "labels": labels},
         "spec": spec,
     }
+
+
+def cohort_queues(tenants: list[Tenant]) -> list[Object]:
+    """A Queue per cohort, above its tenants' parents: guaranteed their quotas' sum and capped at it (or uncapped
+    where one of them holds a pool whole), so borrowing happens inside the cohort only."""
+    members: dict[str, list[Tenant]] = {}
+    for tenant in tenants:
+        cohort = kai_cohort_queue(tenant)
+        if cohort is not None:
+            members.setdefault(cohort, []).append(tenant)
+    queues = []
+    for name, group in sorted(members.items()):
+        quota = sum(kai_gpu_quota(t)[0] for t in group)
+        whole = any(t.unlimited_on(pool) for t in group for pool in t.pools)
+        queues.append(_queue(name, None, _resources(quota, UNLIMITED if whole else quota)))
+    return queues
 
 
 def tenant_queues(tenant: Tenant) -> list[Object]:
     quota, limit = kai_gpu_quota(tenant)
     parent = kai_parent_queue(tenant)
-    queues = [_queue(parent, tenant, _resources(quota, limit))]
+    queues = [_queue(parent, tenant, _resources(quota, limit), kai_cohort_queue(tenant))]
     for namespace, share in zip(tenant.namespaces, leaf_quotas(quota, len(tenant.namespaces)), strict=True):
         queues.append(_queue(kai_leaf_queue(tenant, namespace), tenant, _resources(share, limit), parent))
     return queues

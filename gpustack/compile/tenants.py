@@ -5,9 +5,10 @@ Quotas are written on the exact extended-resource names the tenant's pools adver
 `limits.nvidia.com/gpu` quota would be accepted and silently never enforced.
 
 A ResourceQuota limits only the names it lists, so every name a pool advertises has a line unless the tenant was
-granted it without limit (a pool granted with no quota entry): names only other pools advertise, and names of its
+granted it without limit (a pool whose quota is `unlimited`): names only other pools advertise, and names of its
 own pools its quota does not grant (N4: the whole GPUs of a mixed MIG pool beside the MIG slices it was granted, a
-second MIG profile, a `.shared` name, HAMi's cores), are `"0"`, whether or not the blueprint writes the 0.
+second MIG profile, a `.shared` name, HAMi's cores, every name of a granted pool with no quota entry: GS610), are
+`"0"`, whether or not the blueprint writes the 0.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def namespace_object(tenant: Tenant, namespace: str) -> Object:
 
 def quota_hard(ctx: Context, tenant: Tenant) -> dict[str, int]:
     """`requests.<resource>` -> amount for one namespace; pools sharing a resource name add up (GS506 warns)."""
-    if tenant.scheduler is Scheduler.KUEUE:
+    # A KAI tenant in a cohort borrows as a Kueue tenant does: its KAI Queue is the limit, this the per-name ceiling.
+    if tenant.scheduler is Scheduler.KUEUE or (tenant.scheduler is Scheduler.KAI and tenant.cohort is not None):
         return kueue_quota_ceiling(ctx, tenant)
     return namespace_quota(tenant)
 
@@ -87,8 +89,8 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
 
     The ClusterQueue is the real limit (per pool, one total across the tenant's namespaces, borrowing included), so
     each amount here is the most the ClusterQueue can admit of the resource: per pool that advertises it, the nominal
-    quota (as in kueue.py: 0 where the pool's quota does not name the resource, the whole pool where the tenant has
-    no quota on the pool) plus what the tenant may borrow from its cohort (its borrowingLimit, or the pool's whole
+    quota (as in kueue.py: 0 where the pool's quota does not name the resource or has no entry, the whole pool where
+    the quota says `unlimited`) plus what the tenant may borrow from its cohort (its borrowingLimit, or the pool's whole
     capacity where the cohort sets none). A quota of the nominal amounts alone would make the API server refuse the
     very pods Kueue admitted on borrowed quota ("exceeded quota"). Resources the tenant holds whole on some pool and
     no quota names stay unlimited here.
