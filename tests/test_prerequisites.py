@@ -20,7 +20,7 @@ from gpustack.compile.controllers import JOBSET, LEADER_WORKER_SET, needed_contr
 from gpustack.outputs import render_files
 from gpustack.plan import Manifest, Plan
 from gpustack.registration import CUSTOM_WORKLOADS, group_of
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
 
 PREREQUISITES = "check-prerequisites.sh"
 # Answers `kubectl get crd NAME` (and `get --raw`, `get deviceclass`) from the names in $KUBECTL_HAS, one a line.
@@ -201,3 +201,38 @@ def test_every_word_is_quoted(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
     assert "x$(touch pwned).example.com" in done.stderr
+
+
+# What a pod needs of its own memory: /dev/shm (an in-memory emptyDir) is charged to it (GS807).
+SHM = (REPO / "tests" / "cases" / "recipes" / "vllm-leaderworkerset.yaml").read_text(encoding="utf-8")
+
+
+def shm_warnings(text: str) -> list[tuple[str, str, int]]:
+    result = validate_text(text, "vllm.yaml")
+    assert result.ok, [d.message for d in result.diagnostics]
+    return [(d.code, d.message, d.span.start.line) for d in result.diagnostics if d.code == "GS807"]
+
+
+def test_the_recipe_shm_within_memory_is_quiet() -> None:
+    assert shm_warnings(SHM) == []
+
+
+def test_shm_above_the_given_memory_warns_at_shm_size() -> None:
+    text = SHM.replace("shmSize: 15Gi", "shmSize: 2000Gi")
+    [(_code, message, line)] = shm_warnings(text)
+    assert "/dev/shm at 2000Gi, above its pods' 1124Gi of memory" in message
+    assert "OOM-killed" in message
+    assert text.splitlines()[line - 1].strip() == "shmSize: 2000Gi"
+
+
+def test_shm_above_the_sized_memory_warns_naming_where_it_came_from() -> None:
+    # No resources: gpustack sizes memory from the node's share (8 of 8 GPUs of a 2Ti node, less what it keeps back).
+    text = SHM.replace('      resources: {cpu: "125", memory: 1124Gi, ephemeralStorage: 800Gi}\n', "").replace(
+        "shmSize: 15Gi", "shmSize: 4Ti"
+    )
+    [(_, message, _)] = shm_warnings(text)
+    assert "above its pods' " in message and "(sized from node share)" in message
+
+
+def test_shm_equal_to_memory_is_not_above_it() -> None:
+    assert shm_warnings(SHM.replace("shmSize: 15Gi", "shmSize: 1124Gi")) == []

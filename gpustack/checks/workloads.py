@@ -10,6 +10,7 @@ from gpustack.codes import (
     MEMORY_BELOW_GPU_MEMORY,
     NEED_UNMET,
     SHARED_REQUEST_ABOVE_ONE,
+    SHM_ABOVE_MEMORY,
     TORCHRUN_SHAPE,
     VOLCANO_JOB_ON_HAMI,
     VOLCANO_JOB_WITHOUT_VOLCANO,
@@ -22,7 +23,7 @@ from gpustack.needs import Unfit, resolve_need
 from gpustack.offers import offer_for
 from gpustack.quantity import GIB, parse_quantity
 from gpustack.rendezvous import disagreements, training_shape
-from gpustack.sizing import gpu_memory_gib
+from gpustack.sizing import gpu_memory_gib, size_pod
 
 
 def check_gpu_need_fits_pool(ctx: Context) -> Iterator[Diagnostic]:
@@ -156,6 +157,30 @@ def check_memory_covers_gpu_memory(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def check_shm_within_memory(ctx: Context) -> Iterator[Diagnostic]:
+    """/dev/shm is an in-memory emptyDir: what it holds is charged to the pod's memory, so a /dev/shm larger than
+    the pod's memory limit cannot be filled; the pod is OOM-killed first (the upstream vLLM recipe's 15Gi /dev/shm
+    on a pod given less memory)."""
+    for workload in ctx.blueprint.workloads:
+        pool = ctx.pools.get(workload.pool)
+        requests = ctx.requests.get(workload.name)
+        if workload.shm_size is None or pool is None or requests is None:
+            continue
+        _cpu, memory, sized_from = size_pod(ctx, workload, pool, requests)
+        if parse_quantity(workload.shm_size) <= parse_quantity(memory):
+            continue
+        given = "" if sized_from == "resources" else f" (sized from {sized_from})"
+        yield ctx.warning(
+            SHM_ABOVE_MEMORY,
+            (*workload.path, "shmSize"),
+            f"workload '{workload.name}' sizes /dev/shm at {workload.shm_size}, above its pods' {memory} of "
+            f"memory{given}: /dev/shm is in memory and counts against the pod's memory limit, so the pod is "
+            "OOM-killed before /dev/shm fills",
+            f"make shmSize smaller than {memory}, leaving room for the process itself, or give the workload more "
+            "resources.memory",
+        )
+
+
 def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
     """A torchrun command that repeats the job's shape must repeat it right: gpustack adds what it leaves out."""
     for workload in ctx.blueprint.workloads:
@@ -173,6 +198,7 @@ def check_launch_matches_shape(ctx: Context) -> Iterator[Diagnostic]:
 RULES = (
     check_gpu_need_fits_pool,
     check_memory_covers_gpu_memory,
+    check_shm_within_memory,
     check_cuda_visible_devices,
     check_shared_request_size,
     check_volcano_scheduler,
