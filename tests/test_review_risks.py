@@ -638,3 +638,14 @@ def test_node_class_changed__fires_when_a_karpenter_pool_names_another_ec2nodecl
     assert risk.details == ("nodeClass gpu -> admin-node-role",) and "IAM role" in risk.message
     resized = blueprint(pool("karpenter", "H100-SXM5-80GB", 8, cloud={"nodeClass": "gpu"}, maxNodes=8), **more)
     assert not assess_risks(Snapshot("old", sourceless(old)), Snapshot("new", sourceless(resized)))
+
+
+# kai-queue-stranded: its cases (KAI tenants, Queues read from both Plans) are in tests/test_kai_review.py
+
+
+def test_kai_queue_stranded__a_limit_cut_below_running_jobs_names_the_tenant_queue_and_jobs() -> None:
+    from test_kai_review import CUT_TRAINING, risks
+
+    parent, leaf = risks(CUT_TRAINING)
+    assert parent.severity is Level.MEDIUM and parent.tenants == ("training",) and parent.workloads == ("pretrain",)
+    assert "'training'" in parent.title and "'training.training'" in leaf.title
