@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.collector import paused
-from gpustack.outputs_readme import PREREQUISITES_FILE, applied_objects, render_prerequisite_script, render_readme
+from gpustack.outputs_readme import (
+    PREREQUISITES_FILE,
+    applied_objects,
+    render_prerequisite_script,
+    render_readme,
+    requirements,
+)
 from gpustack.plan import Manifest, Plan
 from gpustack.yamlout import dump_all, dump_each, dump_yaml
 
@@ -89,4 +95,8 @@ def stream_leaves_out(plan: Plan) -> list[str]:
             "does not exist creates it; use nodes/label-nodes.sh)"
         )
     left_out += [a.path for a in plan.artifacts]
+    grouped = manifest_files(plan)
+    applied = {file for file, manifests in grouped.items() if manifests[0].family not in NOT_IN_KUSTOMIZATION}
+    if requirements(plan, applied_objects(grouped, applied)):
+        left_out.append(f"{PREREQUISITES_FILE} (checks the CRDs and APIs the stream's objects need)")
     return left_out
