@@ -210,7 +210,9 @@ SHM = (REPO / "tests" / "cases" / "recipes" / "vllm-leaderworkerset.yaml").read_
 def shm_warnings(text: str) -> list[tuple[str, str, int]]:
     result = validate_text(text, "vllm.yaml")
     assert result.ok, [d.message for d in result.diagnostics]
-    return [(d.code, d.message, d.span.start.line) for d in result.diagnostics if d.code == "GS807"]
+    found = [d for d in result.diagnostics if d.code == "GS807"]
+    assert all(d.span is not None for d in found)
+    return [(d.code, d.message, d.span.start.line if d.span is not None else 0) for d in found]
 
 
 def test_the_recipe_shm_within_memory_is_quiet() -> None:

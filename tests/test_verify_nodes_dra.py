@@ -98,8 +98,7 @@ def dra_script() -> str:
 
 def test_dra_pools_read_resource_slices_not_allocatable(dra_script: str) -> None:
     h100, a100, l4 = (
-        dra_script.split(f"pool {name}", 1)[1].split("\n\n", 1)[0]
-        for name in ("h100-train", "a100-mig", "l4-serve")
+        dra_script.split(f"pool {name}", 1)[1].split("\n\n", 1)[0] for name in ("h100-train", "a100-mig", "l4-serve")
     )
     for section in (h100, a100):
         assert "resourceslices.v1.resource.k8s.io" in section
