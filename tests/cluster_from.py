@@ -111,7 +111,7 @@ def snapshot_data(bp: Blueprint, version: str = "v1.31.4") -> dict[str, Any]:
     for manifest in plan.objects:
         if manifest.kind == "ConfigMap" and manifest.family == "mig":
             items.append(_config_map(manifest.name, manifest.namespace or "gpu-operator", manifest.obj["data"]))
-        if manifest.kind in ("Namespace", "ResourceQuota", "ValidatingAdmissionPolicyBinding", "LocalQueue"):
+        if manifest.kind in ("Namespace", "ResourceQuota", "ValidatingAdmissionPolicyBinding", "LocalQueue", "Queue"):
             items.append(manifest.obj)
     # Each item its own copy, for tests to edit: compiled objects share parts (a pool's nodes share one taint list),
     # and deepcopy of the whole would keep them shared.

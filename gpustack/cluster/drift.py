@@ -14,7 +14,9 @@ there yet) changes nothing a running pod sees, so it is listed as an adoption st
 that differs, a taint, a quota that changed or is gone, a binding whose validationActions changed, a node in no
 pool: those are drift.
 Tenant quotas are compared when the snapshot holds ResourceQuota or Namespace objects, admission policy bindings
-when it holds ValidatingAdmissionPolicyBinding objects (the kinds `drift --help` names).
+when it holds ValidatingAdmissionPolicyBinding objects, KAI Queues (parent, and each resource's quota, limit and
+over-quota weight) when it holds Queue objects (the kinds `drift --help` names). A KAI Queue gpustack makes is
+never an adoption step: a tenant's queue that is missing lets its pods name no queue KAI knows.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from gpustack.context import Context
 from gpustack.model import Blueprint, NodePool, SharingStrategy
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, GFD_PRODUCT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX
-from gpustack.plan import NodeTaint, Plan, PoolNodes
+from gpustack.plan import Manifest, NodeTaint, Plan, PoolNodes
 from gpustack.quantity import parse_quantity
 from gpustack.selection import describe_selection, pool_requirements, selects
 from gpustack.taints import taint_text
@@ -45,12 +47,14 @@ _ADOPTION_LABELS = frozenset({DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL})
 _ADOPTION_DOMAIN = POOL_LABEL.split("/", 1)[0] + "/"  # gpustack.io/: gpustack's own labels
 QUOTA_KINDS = ("ResourceQuota", "Namespace")
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
+QUEUE_KIND = "Queue"
+KAI_QUEUE_GROUP = "scheduling.run.ai/"
 
 
 @dataclass(frozen=True)
 class Difference:
     node: str
-    kind: str  # missing-node, extra-node, node-count, gpu, label, taint, resource, mig-state, cordon
+    kind: str  # missing-node, extra-node, node-count, gpu, label, taint, resource, mig-state, cordon, quota, queue
     key: str  # the label key, taint key, resource name, selector ('' for a whole node)
     expected: str | None
     actual: str | None
@@ -294,6 +298,11 @@ def compare(context: Context, plan: Plan, snapshot: ClusterSnapshot, blueprint_f
         _bindings(plan, snapshot, objects, adoption)
     elif any(m.kind == BINDING_KIND for m in plan.objects):
         not_compared.append(BINDING_KIND)
+    kai = [m for m in plan.objects if m.kind == QUEUE_KIND and str(m.obj["apiVersion"]).startswith(KAI_QUEUE_GROUP)]
+    if QUEUE_KIND in snapshot.kinds:
+        _kai_queues(kai, snapshot, objects)
+    elif kai:
+        not_compared.append(f"{QUEUE_KIND} ({KAI_QUEUE_GROUP.rstrip('/')})")
     return Drift(
         blueprint_file,
         snapshot.file,
@@ -367,6 +376,34 @@ def _bindings(plan: Plan, snapshot: ClusterSnapshot, objects: list[Difference], 
             actual = ", ".join(binding.validation_actions) or "none"
             message = f"{BINDING_KIND} {manifest.name}: validationActions expected {expected}, found {actual}"
             objects.append(Difference("", "policy-binding", manifest.name, expected, actual, message))
+
+
+def _kai_queues(planned: list[Manifest], snapshot: ClusterSnapshot, objects: list[Difference]) -> None:
+    """Each KAI Queue the Plan makes against the snapshot's Queue of that name: gone, or its parent or a figure
+    changed (KAI schedules by them: a lower limit strands jobs, a lost parent takes a tenant out of its cohort)."""
+    found = {queue.name: queue for queue in snapshot.queues if queue.scheduler == "kai"}
+    for manifest in planned:
+        spec = manifest.obj.get("spec") or {}
+        queue = found.get(manifest.name)
+        if queue is None:
+            message = f"KAI Queue {manifest.name}: missing (its tenant's pods would name a queue KAI does not know)"
+            objects.append(Difference("", "queue", manifest.name, "present", None, message))
+            continue
+        parent = spec.get("parentQueue")
+        if parent != queue.parent:
+            message = (
+                f"KAI Queue {manifest.name}: parentQueue expected {parent or 'none'}, found {queue.parent or 'none'}"
+            )
+            objects.append(Difference("", "queue", f"{manifest.name}:parentQueue", parent, queue.parent, message))
+        for resource, values in sorted((spec.get("resources") or {}).items()):
+            for field, value in values.items():
+                actual = queue.resource(resource, field)
+                if actual is not None and actual == Decimal(str(value)):
+                    continue
+                shown = "not set" if actual is None else _amount(actual)
+                key = f"{manifest.name}:{resource}.{field}"
+                message = f"KAI Queue {manifest.name}: {resource}.{field} expected {value}, found {shown}"
+                objects.append(Difference("", "queue", key, str(value), None if actual is None else shown, message))
 
 
 # --- reporters -----------------------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def _node_pool(
         if sharing is None:
             sharing = replication(node, product, plugin_config, guesses)
         elif isinstance(sharing.get("mig"), dict) and sharing["mig"].get("strategy") == "mixed":
-            sliced = mig_time_slicing(node, plugin_config, guesses)
+            sliced = mig_time_slicing(node, plugin_config, guesses, sharing["mig"])
             if sliced is not None:
                 sharing["mig"]["timeSlicing"] = sliced
     if count is None:
@@ -392,6 +392,7 @@ def _assemble(
     tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
     for tenant in tenants:
         if refused.get(tenant["name"]) == 1 and tenant.pop("scheduler", None) is not None:
+            tenant.pop("volcano", None)  # its settings go with it (the schema allows them with volcano only)
             tenant_notes.setdefault(tenant["name"], []).append("scheduler: does not validate; the default")
     tenants = [tenant for tenant in tenants if refused.get(tenant["name"], 0) < 2]
     version, version_guess = _kubernetes_version(snapshot)

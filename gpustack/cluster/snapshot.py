@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from gpustack.cluster.documents import joined, several_documents
+from gpustack.cluster.queues import SnapshotQueue, read_queue
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
@@ -32,6 +33,7 @@ KINDS = (
     "ClusterPolicy",
     "ValidatingAdmissionPolicyBinding",
     "LocalQueue",
+    "Queue",  # KAI's (scheduling.run.ai) and Volcano's (scheduling.volcano.sh): cluster/queues.py
 )
 TERMINAL_PHASES = ("Succeeded", "Failed")  # pods that hold nothing any more
 
@@ -187,6 +189,7 @@ class ClusterSnapshot:
     cluster_policies: tuple[SnapshotClusterPolicy, ...] = ()
     policy_bindings: tuple[SnapshotPolicyBinding, ...] = ()
     local_queues: tuple[SnapshotLocalQueue, ...] = ()
+    queues: tuple[SnapshotQueue, ...] = ()  # KAI and Volcano Queues, by name
     kinds: frozenset[str] = frozenset()  # the kinds of the objects the file holds: what drift can compare
 
     def span(self, path: JsonPath) -> Span | None:
@@ -532,6 +535,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "ClusterPolicy": _cluster_policy,
         "ValidatingAdmissionPolicyBinding": _policy_binding,
         "LocalQueue": _local_queue,
+        "Queue": read_queue,
     }
     kinds: set[str] = set()
     for item, path in _items(reader):
@@ -556,6 +560,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         cluster_policies=tuple(sorted(found["ClusterPolicy"], key=lambda p: p.name)),
         policy_bindings=tuple(sorted(found["ValidatingAdmissionPolicyBinding"], key=lambda b: b.name)),
         local_queues=tuple(found["LocalQueue"]),
+        queues=tuple(sorted(found["Queue"], key=lambda q: q.name)),
         kinds=frozenset(kinds),
     )
 

@@ -87,7 +87,10 @@ def _namespace_quotas(snapshot: ClusterSnapshot) -> dict[str, dict[str, _Found]]
 def infer_tenants(
     snapshot: ClusterSnapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """Tenants from namespaces with GPU quotas, grouped by their gpustack.io/tenant label where they carry one.
+    """Tenants from namespaces with GPU quotas, grouped by the parent of their KAI leaf Queue where one is named
+    `<parent>.<namespace>`, else by their gpustack.io/tenant label where they carry one. A tenant's scheduler is
+    what the cluster shows: Kueue LocalQueues in its namespaces, KAI leaf Queues under its name, a Volcano Queue of
+    its name.
 
     Where several pools advertise a quota's resource, the pools the tenant's pods run on are preferred: a quota
     split onto a pool the tenant never used would grant it that pool.
@@ -108,8 +111,10 @@ def infer_tenants(
             if resource in limits:
                 limits[resource] = max(limits[resource] - amount, 0)
     grouped: dict[str, list[str]] = {}
+    kai_parents = _kai_parents(snapshot)
     for namespace in sorted(per_namespace):
-        label = labels.get(namespace, {}).get(TENANT_LABEL) or namespace
+        # A KAI leaf `<parent>.<namespace>` names the tenant as compile does: keeping it keeps the cluster's Queues.
+        label = kai_parents.get(namespace) or labels.get(namespace, {}).get(TENANT_LABEL) or namespace
         grouped.setdefault(dns_label(label, "tenant"), []).append(namespace)
     pods = _pods_by_namespace(snapshot.pods)
     node_pool = {node: pool for pool, nodes in pool_nodes.items() for node in nodes}
@@ -126,8 +131,10 @@ def infer_tenants(
         guesses = notes.setdefault(name, [])
         if len(namespaces) > 1:
             # Whoever may label a namespace may claim a tenant this way: the grouping is a guess, never a fact.
+            kai = kai_parents.get(namespaces[0]) == name
+            grouped_by = "KAI leaf Queues' parent" if kai else f"{TENANT_LABEL} label"
             guesses.append(
-                f"namespaces: grouped by their {TENANT_LABEL} label; check that each belongs to this tenant, "
+                f"namespaces: grouped by their {grouped_by}; check that each belongs to this tenant, "
                 "which gets them its pools and quota"
             )
         for namespace in namespaces:
@@ -177,6 +184,8 @@ def infer_tenants(
         tenant = {"name": name, "namespaces": namespaces, "pools": sorted(quota), "priority": priority or "normal"}
         if any(namespace in queued for namespace in namespaces):  # a Kueue LocalQueue there: Kueue queues its pods
             tenant["scheduler"] = "kueue"
+        else:
+            tenant.update(_queue_scheduler(snapshot, name, namespaces, kai_parents, guesses))
         tenants.append({**tenant, "quota": quota})
         limited[name] = set(hard)
     _whole_pools(tenants, limited, advertised, notes)
@@ -204,6 +213,46 @@ def _whole_pools(
                 notes.setdefault(tenant["name"], []).append(
                     f"pools: {pool} held whole, since its quotas limit every other pool's resources but not {unlimited}"
                 )
+
+
+def _kai_parents(snapshot: ClusterSnapshot) -> dict[str, str]:
+    """namespace -> the parent of its KAI leaf Queue, where the leaf is named `<parent>.<namespace>` (as gpustack
+    names them) and the parent is a DNS label a tenant may be named."""
+    parents = {}
+    for queue in snapshot.queues:
+        parent = queue.parent
+        if queue.scheduler == "kai" and parent is not None and dns_label(parent, "") == parent:
+            namespace = queue.name.removeprefix(f"{parent}.")
+            if namespace != queue.name and dns_label(namespace, "") == namespace:
+                parents[namespace] = parent
+    return parents
+
+
+def _queue_scheduler(
+    snapshot: ClusterSnapshot, name: str, namespaces: list[str], kai_parents: dict[str, str], guesses: list[str]
+) -> dict[str, Any]:
+    """KAI where every namespace of the tenant has its leaf Queue under a parent of the tenant's name (its cohort is
+    a guess left out: import writes the quota its ResourceQuotas enforce); Volcano where a Volcano Queue has its name
+    (gpustack's, from compile/volcano.py), with that Queue's weight and reclaimable."""
+    if namespaces and all(kai_parents.get(namespace) == name for namespace in namespaces):
+        kai = {q.name: q for q in snapshot.queues if q.scheduler == "kai"}
+        cohort = kai[name].parent if name in kai else None
+        if cohort is not None:
+            guesses.append(
+                f"scheduler: KAI queue {name} sits under {cohort}; the cohort and its borrowing are not imported"
+            )
+        return {"scheduler": "kai"}
+    if any(namespace in kai_parents for namespace in namespaces):
+        guesses.append("scheduler: some of its namespaces have KAI leaf Queues, not all; left to kube-scheduler")
+    volcano = next((q for q in snapshot.queues if q.scheduler == "volcano" and q.name == name), None)
+    if volcano is None or name in ("default", "root"):  # Volcano's own queues are no tenant's
+        return {}
+    settings: dict[str, Any] = {}
+    if volcano.weight is not None and volcano.weight != 1:
+        settings["weight"] = volcano.weight
+    if volcano.reclaimable is False:
+        settings["reclaimable"] = False
+    return {"scheduler": "volcano", **({"volcano": settings} if settings else {})}
 
 
 def _shared(limits: dict[str, dict[str, int]], guesses: list[str]) -> dict[str, int]:

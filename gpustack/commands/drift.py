@@ -27,8 +27,9 @@ def command(blueprint: str, snapshot: str, output: str) -> None:
     """Compare BLUEPRINT with a cluster SNAPSHOT (`kubectl get nodes,pods,priorityclasses,resourcequotas,
     namespaces,validatingadmissionpolicybindings -A -o yaml`, YAML or JSON): per pool and node, the labels and
     taints gpustack sets, the GPU model, the resources the pool should advertise, the MIG manager's state, nodes
-    missing or in no pool, the tenants' ResourceQuotas and the admission policy bindings (each compared only when
-    the snapshot holds its kind; the report says which it could not compare).
+    missing or in no pool, the tenants' ResourceQuotas, the admission policy bindings and the KAI Queues (append
+    `kubectl get queues.scheduling.run.ai -o yaml`; each compared only when the snapshot holds its kind; the
+    report says which it could not compare).
 
     What gpustack would only add to take a cluster over (its labels on nodes that carry none of them, a quota of
     its name beside one that enforces the same, a binding not there yet) is listed as adoption, not drift.
