@@ -106,21 +106,28 @@ def test_over_quota_under_limit_is_placed_and_marked(kai: Blueprint) -> None:
     assert simulation.outcome.ok
     leaf = queue(simulation, "training.training")
     assert (leaf.quota, leaf.limit, leaf.allocated) == (6, 12, 8)
-    assert [pod.name for pod in leaf.over_quota] == ["pretrain-workers-0-1"]
+    # The JobSet's group is one job: it takes the leaf from 0 to 8 units, past its quota (6), so KAI may reclaim it
+    # whole.
+    assert [pod.name for pod in leaf.over_quota] == ["pretrain-workers-0-0", "pretrain-workers-0-1"]
     data = report_data(simulation, "kai.yaml")
     pretrain = next(w for w in data["workloads"] if w["name"] == "pretrain")
-    assert pretrain["placements"][1]["kaiOverQuota"] == "training.training"
-    assert "kaiOverQuota" not in pretrain["placements"][0]
+    assert [p["kaiOverQuota"] for p in pretrain["placements"]] == ["training.training", "training.training"]
+    assert all("kaiOverQuota" not in p for w in data["workloads"] if w["name"] != "pretrain" for p in w["placements"])
     text = format_text(data)
+    assert "pretrain-workers-0-0 -> h100-a (over quota in KAI queue training.training)" in text
     assert "pretrain-workers-0-1 -> h100-b (over quota in KAI queue training.training)" in text
+    assert "chat-0 -> a100-a\n" in text
     assert (
-        "training.training (in training): 8 / 6, limit 12, over-quota weight 1  over quota: 1 pod(s) KAI may reclaim"
+        "training.training (in training): 8 / 6, limit 12, over-quota weight 1  over quota: 2 pod(s) KAI may reclaim"
         in text
     )
     document = json.loads(format_json(data))
     by_name = {q["name"]: q for q in document["kaiQueues"]}
     assert by_name["training.training"]["overQuota"] is True
-    assert by_name["training.training"]["overQuotaPods"] == [{"pod": "pretrain-workers-0-1", "namespace": "training"}]
+    assert by_name["training.training"]["overQuotaPods"] == [
+        {"pod": "pretrain-workers-0-0", "namespace": "training"},
+        {"pod": "pretrain-workers-0-1", "namespace": "training"},
+    ]
     assert by_name["training"] == {
         "name": "training",
         "parent": None,
@@ -210,6 +217,11 @@ def test_cli_text_and_json(kai: Blueprint) -> None:
     assert text.exit_code == 1
     assert "training-dev/dev-job-1  OverLimit" in text.output
     assert "training quota has reached the allowable limit of GPUs. Limit is 12 GPUs" in text.output
+    # The hint points at the quota the queue's limit is written from.
+    assert (
+        "kai.yaml:57:21: hint: the KAI queue named above is at its limit, which is tenant 'training''s quota in GPU "
+        "units (a MIG device counts its slices); raise the quota or run fewer pods of 'dev-job'"
+    ) in text.output
     out = CliRunner().invoke(group, ["simulate", str(KAI), "--scenario", str(scenario), "-o", "json"])
     document = json.loads(out.output)
     (item,) = document["pending"]

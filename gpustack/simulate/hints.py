@@ -23,6 +23,7 @@ from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import Verdict
 from gpustack.simulate.group import GROUP_INCOMPLETE
 from gpustack.simulate.inventory import Node
+from gpustack.simulate.kai import OVER_LIMIT
 from gpustack.simulate.placement import Rejection
 from gpustack.simulate.pods import Requirement, Taint, Toleration
 from gpustack.simulate.simulation import Pending
@@ -79,6 +80,8 @@ def explain(
     stock = stock if stock is not None else pool_stock(cluster)
     if pending.quota is not None:
         return _quota_hint(pending, context)
+    if pending.event == OVER_LIMIT:
+        return _kai_queue_hint(pending, context)
     if pending.gang_partial or pending.message.startswith("Not enough valid tasks"):
         return _gang_hint(pod, context, cluster, pending)
     if not pending.rejections:
@@ -290,6 +293,21 @@ def _quota_hint(pending: Pending, context: Context) -> Hint:
 
 def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
     short = resource.removeprefix(RESOURCE_PREFIX)
+def _kai_queue_hint(pending: Pending, context: Context) -> Hint:
+    """KAI held the job at its queue's limit, which compile writes from the tenant's quota (in GPU units)."""
+    pod = pending.pod
+    tenant = next((t for t in context.blueprint.tenants if pod.namespace in t.namespaces), None)
+    owner = f"tenant '{tenant.name}'" if tenant is not None else "its tenant"
+    message = (
+        f"the KAI queue named above is at its limit, which is {owner}'s quota in GPU units (a MIG device counts its "
+        f"slices); raise the quota or run fewer pods of '{pod.workload}'"
+    )
+    resource = next((r for r, _ in pod.shape.requests if r.startswith(RESOURCE_PREFIX)), None)
+    if tenant is None or resource is None:
+        return _where(pod, None, message, ())
+    return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
+
+
     for pool, items in tenant.quota:
         if any(name == short for name, _ in items):
             return (*tenant.path, "quota", pool, short)

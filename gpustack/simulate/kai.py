@@ -132,19 +132,19 @@ class KaiQueues:
                 return OverLimit(member.name, over_limit_message(member, requested))
         return None
 
-    def charge(self, pods: Iterable[Pod]) -> None:
-        """Count placed pods in their queues; a pod that takes a queue (or a parent) past its quota runs over quota."""
-        for pod in pods:
-            queue = self.queue_of(pod)
-            units = self.units(pod) if queue is not None else 0
-            if queue is None or units == 0:
-                continue
-            marked = False
-            for member in self.chain(queue):
-                member.allocated += units
-                if member.over() and not marked:
-                    member.over_quota.append(pod)
-                    marked = True
+    def charge(self, job: Sequence[Pod]) -> None:
+        """Count one placed job (a pod, or the pods of a gang placed together) in its queue and every parent. A job
+        that leaves a queue past its quota runs over quota, every pod of it: KAI reclaims a gang whole."""
+        queue = self.queue_of(job[0]) if job else None
+        units = sum(self.units(pod) for pod in job) if queue is not None else 0
+        if queue is None or units == 0:
+            return
+        marked = False
+        for member in self.chain(queue):
+            member.allocated += units
+            if member.over() and not marked:
+                member.over_quota.extend(job)
+                marked = True
 
     def release(self, pods: Iterable[Pod]) -> None:
         """Stop counting pods that no longer run (preempted)."""

@@ -86,7 +86,8 @@ def simulate(
         cluster.bind(pod, node)
         ledger.charge(pod)
     if kai is not None:
-        kai.charge(pod for pod, _ in running)
+        for pod, _ in running:
+            kai.charge([pod])
     preempted: list[tuple[Pod, int, str]] = []
     nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
@@ -148,7 +149,7 @@ def simulate(
             group = allocate_group(cluster, spec, members, kube, version)
             placed += group.bound
             if kai is not None:
-                kai.charge(pod for pod, _ in group.bound)
+                kai.charge([pod for pod, _ in group.bound])
             for pod, text, why, was_refused in group.pending:
                 event = FAILED_SCHEDULING if was_refused else GROUP_INCOMPLETE
                 pending.append(Pending(pod, event, text, why, gang_partial=True))
