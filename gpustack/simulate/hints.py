@@ -291,8 +291,6 @@ def _quota_hint(pending: Pending, context: Context) -> Hint:
     return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
 
 
-def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
-    short = resource.removeprefix(RESOURCE_PREFIX)
 def _kai_queue_hint(pending: Pending, context: Context) -> Hint:
     """KAI held the job at its queue's limit, which compile writes from the tenant's quota (in GPU units)."""
     pod = pending.pod
@@ -308,6 +306,8 @@ def _kai_queue_hint(pending: Pending, context: Context) -> Hint:
     return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
 
 
+def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
+    short = resource.removeprefix(RESOURCE_PREFIX)
     for pool, items in tenant.quota:
         if any(name == short for name, _ in items):
             return (*tenant.path, "quota", pool, short)
