@@ -217,16 +217,36 @@ def test_cli_text_and_json(kai: Blueprint) -> None:
     assert text.exit_code == 1
     assert "training-dev/dev-job-1  OverLimit" in text.output
     assert "training quota has reached the allowable limit of GPUs. Limit is 12 GPUs" in text.output
-    # The hint points at the quota the queue's limit is written from.
     assert (
-        "kai.yaml:57:21: hint: the KAI queue named above is at its limit, which is tenant 'training''s quota in GPU "
-        "units (a MIG device counts its slices); raise the quota or run fewer pods of 'dev-job'"
+        "hint: the KAI queue named above is at its limit, which is tenant 'training''s quota in GPU units (a MIG "
+        "device counts its slices); raise the quota or run fewer pods of 'dev-job'"
     ) in text.output
     out = CliRunner().invoke(group, ["simulate", str(KAI), "--scenario", str(scenario), "-o", "json"])
     document = json.loads(out.output)
     (item,) = document["pending"]
     assert item["event"] == OVER_LIMIT
     assert document["messages"][item["messageIndex"]].startswith("training quota has reached the allowable limit")
+    # The hint points at the quota the queue's limit is written from.
+    hint = document["hints"][item["hintIndex"]]
+    assert (hint["document"], hint["path"]) == ("blueprint", "$.spec.tenants[0].quota.h100.gpu")
+    assert hint["file"] is not None and hint["line"] is not None
+
+
+def test_pods_running_in_the_cluster_count_in_their_queues(kai: Blueprint) -> None:
+    """A snapshot's running KAI pod (4 GPUs in training-dev) and pretrain's 8 fill the parent: no dev job fits."""
+    from gpustack.cluster.snapshot import read_snapshot
+
+    loaded = load_scenario(DEV_JOB, "scenario.yaml", kai)
+    snapshot = read_snapshot(str(CASES / "cluster.yaml"))
+    simulation = run_simulation(sourceless(kai), objects_of(kai), loaded, snapshot=snapshot)
+    assert {name: event for name, (event, _) in pending(simulation).items()} == {
+        "dev-job-0": OVER_LIMIT,
+        "dev-job-1": OVER_LIMIT,
+    }
+    assert pending(simulation)["dev-job-0"][1].endswith("currently 12 GPUs allocated and workload requested 4 GPUs")
+    assert queue(simulation, "training.training-dev").allocated == 4
+    # Without the running pod, the first dev job fits (the second does not).
+    assert sorted(pending(simulate(kai, DEV_JOB))) == ["dev-job-1"]
 
 
 @pytest.mark.parametrize(("value", "text"), [(12, "12"), (0, "0"), (-1, "Unlimited")])

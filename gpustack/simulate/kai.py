@@ -83,6 +83,8 @@ class KaiQueues:
     by_workload: dict[tuple[str, str], str]  # (workload, namespace) -> the leaf its pod template names
     by_namespace: dict[str, str]  # namespace -> its tenant's leaf (raw pods)
     _units: dict[int, tuple[Pod, int]] = field(default_factory=dict, init=False, repr=False)
+    # id(pod) -> (pod, the queue it is counted in): what release takes back (holding the pod keeps its id unique)
+    _charged: dict[int, tuple[Pod, KaiQueue]] = field(default_factory=dict, init=False, repr=False)
 
     def fresh(self) -> KaiQueues:
         """The same queues with nothing placed: one ledger per simulated apply."""
@@ -136,9 +138,14 @@ class KaiQueues:
         """Count one placed job (a pod, or the pods of a gang placed together) in its queue and every parent. A job
         that leaves a queue past its quota runs over quota, every pod of it: KAI reclaims a gang whole."""
         queue = self.queue_of(job[0]) if job else None
-        units = sum(self.units(pod) for pod in job) if queue is not None else 0
-        if queue is None or units == 0:
+        if queue is not None:
+            self._charge(queue, job)
+
+    def _charge(self, queue: KaiQueue, job: Sequence[Pod]) -> None:
+        units = sum(self.units(pod) for pod in job)
+        if units == 0:
             return
+        self._charged.update((id(pod), (pod, queue)) for pod in job)
         marked = False
         for member in self.chain(queue):
             member.allocated += units
@@ -146,13 +153,22 @@ class KaiQueues:
                 member.over_quota.extend(job)
                 marked = True
 
+    def charge_running(self, pod: Pod) -> None:
+        """Count a pod a cluster snapshot shows running. The snapshot does not say which scheduler bound it; a GPU pod
+        in a KAI tenant's namespace is KAI's (gpustack's admission policy refuses any other), in its namespace's
+        leaf."""
+        queue = self.queue_of(pod)
+        name = self.by_namespace.get(pod.namespace) if queue is None else queue.name
+        if name is not None and name in self.queues:
+            self._charge(self.queues[name], [pod])
+
     def release(self, pods: Iterable[Pod]) -> None:
         """Stop counting pods that no longer run (preempted)."""
         for pod in pods:
-            queue = self.queue_of(pod)
-            if queue is None:
+            charged = self._charged.pop(id(pod), None)
+            if charged is None or charged[0] is not pod:
                 continue
-            units = self.units(pod)
+            queue, units = charged[1], self.units(pod)
             for member in self.chain(queue):
                 member.allocated -= units
                 member.over_quota[:] = [p for p in member.over_quota if p is not pod]

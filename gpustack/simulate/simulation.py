@@ -87,7 +87,7 @@ def simulate(
         ledger.charge(pod)
     if kai is not None:
         for pod, _ in running:
-            kai.charge([pod])
+            kai.charge_running(pod)
     preempted: list[tuple[Pod, int, str]] = []
     nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []
