@@ -15,6 +15,7 @@ import manifest_schemas
 from admission_cel import Admission, Request
 from conftest import BLUEPRINTS
 
+from gpustack.capacity import capacity_data, format_text, measure_capacity
 from gpustack.codes import KAI_COHORT_NAME, KAI_LENDING_LIMIT
 from gpustack.compile import compile_blueprint
 from gpustack.compile.admission import build_admission_objects
@@ -142,9 +143,10 @@ def test_a_namespace_without_a_tenant_may_not_name_the_cohort_queue() -> None:
     result = validate_text(_with_cohorts(ORG, ORG), "kai.yaml")
     assert result.context is not None
     admission = Admission(build_admission_objects(result.context))
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scratch", "labels": {}}}
-    namespace["metadata"]["labels"] = {"kubernetes.io/metadata.name": "scratch"}
-    group = {
+    name_label = "kubernetes.io/metadata.name"
+    namespace: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace"}
+    namespace["metadata"] = {"name": "scratch", "labels": {name_label: "scratch"}}
+    group: dict[str, Any] = {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
         "metadata": {"name": "pg", "namespace": "scratch"},
@@ -154,8 +156,7 @@ def test_a_namespace_without_a_tenant_may_not_name_the_cohort_queue() -> None:
     assert verdict.not_evaluated == [] and not verdict.admitted
     assert any("may not use KAI queue gpu-org" in d for d in verdict.denials), verdict.denials
     # and a tenant's own policy: only its leaves, never the cohort above them
-    namespace["metadata"] = {"name": "training", "labels": {"kubernetes.io/metadata.name": "training"}}
-    namespace["metadata"]["labels"][TENANT_LABEL] = "training"
+    namespace["metadata"] = {"name": "training", "labels": {name_label: "training", TENANT_LABEL: "training"}}
     group["metadata"]["namespace"] = "training"
     assert not admission.review(Request("CREATE", group, namespace)).admitted
 
@@ -170,3 +171,19 @@ def _tenant(text: str, name: str) -> Any:
     result = validate_text(text, "kai.yaml")
     assert result.blueprint is not None
     return next(t for t in result.blueprint.tenants if t.name == name)
+
+
+def test_a_cohort_with_a_tenant_holding_a_pool_whole_is_uncapped() -> None:
+    text = _with_cohorts(ORG, ORG).replace("        h100: {gpu: 12}", "        h100: unlimited")
+    queues, quotas = _compiled(text)
+    assert _gpu(queues["training"]) == (0, -1)  # nothing guaranteed, no cap, as its ResourceQuota has no line
+    assert _gpu(queues["gpu-org"]) == (30, -1)
+    assert "requests.nvidia.com/gpu" not in quotas[("training", "gpustack-gpu-quota")]
+
+
+def test_capacity_shows_the_limit_with_borrowing_and_the_cohort_queue() -> None:
+    result = validate_text(_with_cohorts(TRAINING_BORROWS, ORG), "kai.yaml")
+    assert result.context is not None
+    text = format_text(capacity_data(measure_capacity(result.context), "kai.yaml"))
+    assert "KAI queue training: 12 GPU units guaranteed, limit 14" in text
+    assert "under queue gpu-org" in text
