@@ -15,7 +15,7 @@ from gpustack.capacity import capacity_data, format_text, measure_capacity
 from gpustack.cli import group
 from gpustack.context import Context
 from gpustack.model import Tenant
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
 
 BLUEPRINTS = Path(__file__).parent.parent / "blueprints"
 KAI = BLUEPRINTS / "kai.yaml"
@@ -85,3 +85,26 @@ def test_cli_json() -> None:
         {"name": "serving", "parent": None, "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
         {"name": "serving.serving", "parent": "serving", "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
     ]
+
+
+def test_a_tenant_in_a_cohort_shows_the_queue_above_it() -> None:
+    text = KAI.read_text(encoding="utf-8").replace(
+        "      scheduler: kai\n      quota:\n        h100: {gpu: 12}",
+        "      scheduler: kai\n      kai:\n        cohort:\n          name: gpu-org\n"
+        "          borrowingLimit: {h100: {gpu: 2}}\n      quota:\n        h100: {gpu: 12}",
+    )
+    result = validate_text(text, "kai-cohort.yaml")
+    assert result.ok and result.context is not None, [d.message for d in result.diagnostics]
+    data = capacity_data(measure_capacity(result.context), "kai-cohort.yaml")
+    training = next(t for t in data["tenants"] if t["name"] == "training")
+    assert training["kaiQueues"][0] == {
+        "name": "training",
+        "parent": "gpu-org",
+        "gpuQuota": 12,
+        "gpuLimit": 14,
+        "overQuotaWeight": 1,
+    }
+    assert (
+        "training (scheduler kai; KAI queue training: 12 GPU units guaranteed, limit 14, over-quota weight 1, "
+        "under queue gpu-org, a MIG device counting its compute slices)"
+    ) in format_text(data)

@@ -19,7 +19,7 @@ from gpustack.simulate import Simulation, run_simulation
 from gpustack.simulate.kai import OVER_LIMIT, humanize
 from gpustack.simulate.report import format_json, format_text, report_data
 from gpustack.simulate.scenario import load_scenario
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
 
 ROOT = Path(__file__).parent.parent
 KAI = ROOT / "blueprints" / "kai.yaml"
@@ -252,3 +252,65 @@ def test_pods_running_in_the_cluster_count_in_their_queues(kai: Blueprint) -> No
 @pytest.mark.parametrize(("value", "text"), [(12, "12"), (0, "0"), (-1, "Unlimited")])
 def test_numbers_as_kai_writes_them(value: int, text: str) -> None:
     assert humanize(value) == text
+
+
+TRAINING = "      scheduler: kai\n      quota:\n        h100: {gpu: 12}"
+SERVING = "      priority: high\n      scheduler: kai\n"
+ORG = "      kai:\n        cohort:\n          name: gpu-org\n"
+
+
+def cohort_blueprint() -> Blueprint:
+    """kai.yaml with both tenants in cohort gpu-org, training borrowing up to 2 GPUs: its Queue's limit is 14."""
+    text = KAI_TEXT.replace(
+        TRAINING,
+        "      scheduler: kai\n" + ORG + "          borrowingLimit: {h100: {gpu: 2}}\n"
+        "      quota:\n        h100: {gpu: 12}",
+    )
+    text = text.replace(SERVING, SERVING + ORG)
+    result = validate_text(text, "kai-cohort.yaml")
+    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics]
+    return result.blueprint
+
+
+KAI_TEXT = KAI.read_text(encoding="utf-8")
+BORROWER = """
+pods:
+  - name: dev-job
+    namespace: training-dev
+    replicas: 2
+    spec:
+      schedulerName: kai-scheduler
+      priorityClassName: gpustack-normal
+      tolerations: [{key: gpustack.io/pool, operator: Equal, value: h100, effect: NoSchedule}]
+      containers: [{name: main, resources: {limits: {nvidia.com/gpu: 4}}}]
+  - name: small
+    namespace: training-dev
+    spec:
+      schedulerName: kai-scheduler
+      priorityClassName: gpustack-normal
+      tolerations: [{key: gpustack.io/pool, operator: Equal, value: h100, effect: NoSchedule}]
+      containers: [{name: main, resources: {limits: {nvidia.com/gpu: 2}}}]
+"""
+
+
+def test_a_tenant_borrowing_in_its_cohort_runs_over_quota_up_to_its_limit() -> None:
+    """pretrain (8) and dev-job-0 (4) fill training's quota (12); dev-job-1 (4) would pass its limit (14) and
+    waits; small (2) borrows up to the limit and runs over quota in the parent Queue 'training', under gpu-org."""
+    blueprint = cohort_blueprint()
+    simulation = simulate(blueprint, BORROWER)
+    assert pending(simulation) == {
+        "dev-job-1": (
+            OVER_LIMIT,
+            "training quota has reached the allowable limit of GPUs. Limit is 14 GPUs, currently 12 GPUs allocated "
+            "and workload requested 4 GPUs",
+        )
+    }
+    parent = queue(simulation, "training")
+    assert (parent.parent, parent.quota, parent.limit, parent.allocated) == ("gpu-org", 12, 14, 14)
+    assert [pod.name for pod in parent.over_quota] == ["small"]
+    assert queue(simulation, "gpu-org").allocated == 14 + 10  # the cohort's Queue holds both tenants' jobs
+    text = format_text(report_data(simulation, "kai-cohort.yaml"))
+    assert (
+        "  training (in gpu-org): 14 / 12, limit 14, over-quota weight 1  over quota: 1 pod(s) KAI may reclaim" in text
+    )
+    assert "small -> h100-b (over quota in KAI queue training)" in text
