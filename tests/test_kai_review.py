@@ -127,3 +127,12 @@ def test_kai_queue_stranded__the_figures_come_from_the_plans() -> None:
     before.__dict__["plan"] = dataclasses.replace(plan, objects=tuple(m for m in plan.objects if m.kind != "Queue"))
     after = side(KAI.replace(*CUT_TRAINING), "after.yaml")
     assert kai_queue_stranded(before, after) == []
+
+
+def test_kai_queue_stranded__a_removed_tenant_is_left_to_tenant_access_lost() -> None:
+    start = KAI.index("    - name: serving\n")
+    end = KAI.index("  workloads:")
+    text = KAI[:start] + KAI[end:]
+    text = text[: text.index("    - name: chat\n")]
+    found = assess_risks(side(KAI, "before.yaml"), side(text, "after.yaml"))
+    assert [r.code for r in found if "serving" in r.tenants] == ["tenant-access-lost"]

@@ -68,7 +68,8 @@ def kai_queue_stranded(before: Snapshot, after: Snapshot) -> list[Risk]:
             moved.add(tenant)
             risks.append(_moved_off(tenant, str(staying.scheduler), old, mine))
     for name, queue in sorted(old.items()):
-        if queue.tenant is None or queue.tenant in moved:
+        # A removed tenant is tenant-access-lost's to report (its namespaces and grants go with its queues).
+        if queue.tenant is None or queue.tenant in moved or queue.tenant not in after.tenants:
             continue
         inside = [job for job in jobs if name in _chain(old, job.leaf)]
         running = sum(job.units for job in inside)
@@ -76,7 +77,7 @@ def kai_queue_stranded(before: Snapshot, after: Snapshot) -> list[Risk]:
             continue
         replaced = new.get(name)
         if replaced is None:
-            risks.append(_removed(queue, after.tenants.get(queue.tenant) is None, inside, running))
+            risks.append(_removed(queue, inside, running))
         elif _cut(queue.limit, replaced.limit) and replaced.limit < running:
             risks.append(_limit_cut(queue, replaced, inside, running))
         elif _cut(queue.quota, replaced.quota) and replaced.quota < running:
@@ -99,12 +100,11 @@ def _details(jobs: list[Job]) -> tuple[str, ...]:
     )
 
 
-def _removed(queue: Queue, tenant_gone: bool, jobs: list[Job], running: int) -> Risk:
-    why = "with its tenant" if tenant_gone else "or renamed"
+def _removed(queue: Queue, jobs: list[Job], running: int) -> Risk:
     return Risk(
         CODE,
         Level.HIGH,
-        f"KAI queue '{queue.name}' of tenant '{queue.tenant}' removed {why} while {running} GPU units run in it",
+        f"KAI queue '{queue.name}' of tenant '{queue.tenant}' removed or renamed while {running} GPU units run in it",
         f"Jobs {quoted(j.workload for j in jobs)} run in it. Their PodGroups name a queue that no longer exists, so "
         "a pod that ends, restarts or is rescheduled is not placed again (KAI: QueueDoesNotExist), and the "
         "tenant's admission policy refuses new pods that name it.",
