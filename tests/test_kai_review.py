@@ -46,7 +46,8 @@ def test_kai_queue_stranded__limit_cut_below_running_jobs() -> None:
     assert parent.workloads == ("pretrain",)
     assert parent.details == ("pretrain: 2 pods, 8 GPU units in queue 'training.training'",)
     assert "goes from 12 to 6" in parent.message
-    assert "2 units of them that end, restart or roll are not placed again" in parent.message
+    assert "while job 'pretrain' holds 8 units in it" in parent.message
+    assert "of the pods that end, restart or roll, 2 units' worth are not placed again" in parent.message
     assert "OverLimit: 'training quota has reached the allowable limit of GPUs'" in parent.message
 
 

@@ -94,6 +94,12 @@ def _figure(value: int) -> str:
     return "no limit" if value == KAI_UNLIMITED else f"{value}"
 
 
+def _holding(jobs: list[Job]) -> str:
+    """'job 'a' holds' or 'jobs 'a', 'b' hold'."""
+    names = quoted(j.workload for j in jobs)
+    return f"job {names} holds" if len(jobs) == 1 else f"jobs {names} hold"
+
+
 def _details(jobs: list[Job]) -> tuple[str, ...]:
     return tuple(
         f"{job.workload}: {plural(job.pods, 'pod')}, {job.units} GPU units in queue '{job.leaf}'" for job in jobs
@@ -105,7 +111,8 @@ def _removed(queue: Queue, jobs: list[Job], running: int) -> Risk:
         CODE,
         Level.HIGH,
         f"KAI queue '{queue.name}' of tenant '{queue.tenant}' removed or renamed while {running} GPU units run in it",
-        f"Jobs {quoted(j.workload for j in jobs)} run in it. Their PodGroups name a queue that no longer exists, so "
+        f"{'Job' if len(jobs) == 1 else 'Jobs'} {quoted(j.workload for j in jobs)} run in it. Their PodGroups name "
+        "a queue that no longer exists, so "
         "a pod that ends, restarts or is rescheduled is not placed again (KAI: QueueDoesNotExist), and the "
         "tenant's admission policy refuses new pods that name it.",
         "Move the jobs to the new queue (roll them in the same change) or keep the queue until they have finished.",
@@ -120,9 +127,9 @@ def _limit_cut(queue: Queue, new: Queue, jobs: list[Job], running: int) -> Risk:
         CODE,
         Level.MEDIUM,
         f"KAI queue '{queue.name}' limit cut to {new.limit} GPU units, below the {running} its running jobs hold",
-        f"The queue's gpu limit goes from {_figure(queue.limit)} to {new.limit} while jobs "
-        f"{quoted(j.workload for j in jobs)} hold {running} units in it. KAI places a job only while the queue stays "
-        f"within its limit, so {running - new.limit} units of them that end, restart or roll are not placed again "
+        f"The queue's gpu limit goes from {_figure(queue.limit)} to {new.limit} while {_holding(jobs)} {running} "
+        "units in it. KAI places a job only while the queue stays within its limit, so of the pods that end, restart "
+        f"or roll, {running - new.limit} units' worth are not placed again "
         f"(OverLimit: '{queue.name} quota has reached the allowable limit of GPUs').",
         f"Scale the jobs down to {new.limit} units first, or cut the tenant's quota once they have finished.",
         workloads=sorted_names(j.workload for j in jobs),
@@ -136,9 +143,9 @@ def _quota_cut(queue: Queue, new: Queue, jobs: list[Job], running: int) -> Risk:
         CODE,
         Level.LOW,
         f"KAI queue '{queue.name}' quota cut to {new.quota} GPU units, below the {running} its running jobs hold",
-        f"The queue's guaranteed gpu quota goes from {_figure(queue.quota)} to {new.quota} while jobs "
-        f"{quoted(j.workload for j in jobs)} hold {running} units in it: {running - new.quota} of them run over "
-        "quota, and KAI reclaims (evicts) over-quota pods when another queue needs its own quota back.",
+        f"The queue's guaranteed gpu quota goes from {_figure(queue.quota)} to {new.quota} while {_holding(jobs)} "
+        f"{running} units in it: {running - new.quota} of them run over quota, and KAI reclaims (evicts) over-quota "
+        "pods when another queue needs its own quota back.",
         "Scale the jobs down first if they must not be reclaimed.",
         workloads=sorted_names(j.workload for j in jobs),
         tenants=(str(queue.tenant),),
@@ -153,9 +160,9 @@ def _moved_off(tenant: str, scheduler: str, old: dict[str, Queue], jobs: list[Jo
         CODE,
         Level.HIGH,
         f"Tenant '{tenant}' moves off KAI to {scheduler} while {running} GPU units run in its queues",
-        f"Its KAI queues {quoted(queues)} go, and jobs {quoted(j.workload for j in jobs)} run in them under "
-        "kai-scheduler. Their pods are re-created under the new scheduler as each workload rolls; until then a pod "
-        "of the old version that ends or restarts names a queue that no longer exists and is not placed again.",
+        f"Its KAI queues {quoted(queues)} go, and {'job' if len(jobs) == 1 else 'jobs'} "
+        f"{quoted(j.workload for j in jobs)} run in them under kai-scheduler. Their pods are re-created under the "
+        "new scheduler as each workload rolls; until then a pod of the old version that ends or restarts names a queue that no longer exists and is not placed again.",
         "Roll the tenant's workloads in the same change, with room for both versions, or drain them first.",
         workloads=sorted_names(j.workload for j in jobs),
         tenants=(tenant,),
