@@ -162,7 +162,8 @@ def _moved_off(tenant: str, scheduler: str, old: dict[str, Queue], jobs: list[Jo
         f"Tenant '{tenant}' moves off KAI to {scheduler} while {running} GPU units run in its queues",
         f"Its KAI queues {quoted(queues)} go, and {'job' if len(jobs) == 1 else 'jobs'} "
         f"{quoted(j.workload for j in jobs)} run in them under kai-scheduler. Their pods are re-created under the "
-        "new scheduler as each workload rolls; until then a pod of the old version that ends or restarts names a queue that no longer exists and is not placed again.",
+        "new scheduler as each workload rolls; until then a pod of the old version that ends or restarts names a "
+        "queue that no longer exists and is not placed again.",
         "Roll the tenant's workloads in the same change, with room for both versions, or drain them first.",
         workloads=sorted_names(j.workload for j in jobs),
         tenants=(tenant,),
