@@ -8,8 +8,8 @@ Both sides' figures are the Queues each side's Plan holds (scheduling.run.ai/v2)
 What KAI does with a cut (kai-scheduler/KAI-Scheduler, pkg/scheduler/plugins/proportion/capacity_policy): a job is
 placed only while `Allocated + requested <= MaxAllowed` (the `limit`) for its queue and each parent, so what ends,
 restarts or rolls beyond a lowered limit is not placed again (`OverLimit`); what runs beyond a lowered `quota` is over
-quota, which KAI reclaims for queues under theirs. KAI itself lets such an update through unless its queue webhook is
-started with the opt-in `--enforce-quota-violation` (kai-scheduler/KAI-Scheduler pull request 1810). A PodGroup whose
+quota, which KAI reclaims for queues under theirs. KAI v0.17 lets such an update through (a queue webhook that would
+refuse or warn on it is proposed upstream: kai-scheduler/KAI-Scheduler pull request 1810, open). A PodGroup whose
 queue is gone is unschedulable (`QueueDoesNotExist`), and gpustack's admission policy refuses a pod naming a leaf its
 tenant no longer has.
 """
