@@ -13,7 +13,7 @@ devices: the pods' pool affinity and taints keep them apart, as for device-plugi
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -22,7 +22,7 @@ import yaml
 
 from gpustack.catalog import GpuModel
 from gpustack.context import Context
-from gpustack.model import Allocation, Blueprint, NodePool, Workload
+from gpustack.model import Allocation, Blueprint, ClaimShare, ClaimSharing, NodePool, Workload
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.needs import Requests
 from gpustack.offers import Offer
@@ -37,6 +37,15 @@ ALL_MODE_DEVICES = 32  # what quota counts for allocationMode: All (AllocationRe
 
 
 @dataclass(frozen=True)
+class SharingFeature:
+    """A claim-level sharing strategy of the driver: the feature gate that turns it on and the first chart version
+    that has the gate."""
+
+    gate: str
+    since: str
+
+
+@dataclass(frozen=True)
 class DraFacts:
     driver: str
     chart: str
@@ -47,6 +56,8 @@ class DraFacts:
     api_minor: Mapping[str, int]  # resource.k8s.io version -> the first Kubernetes minor that serves it
     extended_resource_minor: int
     quota_suffix: str
+    config_api: str  # the apiVersion of the driver's opaque claim configs (GpuConfig)
+    claim_sharing: Mapping[str, SharingFeature]  # GpuConfig sharing strategy -> its gate and first chart version
 
 
 @functools.cache
@@ -64,6 +75,11 @@ def load_facts() -> DraFacts:
         api_minor=dict(kube["api_versions"]),
         extended_resource_minor=kube["extended_resource_minor"],
         quota_suffix=kube["quota_suffix"],
+        config_api=driver["config_api"],
+        claim_sharing={
+            strategy: SharingFeature(feature["gate"], str(feature["since"]))
+            for strategy, feature in driver["claim_sharing"].items()
+        },
     )
 
 
@@ -188,32 +204,105 @@ def claim_template_name(workload: str) -> str:
     return f"{workload}-gpu"
 
 
-def claim_template(ctx: Context, workload: str, namespace: str, pool: str, requests: Requests) -> Object | None:
-    """The ResourceClaimTemplate a DRA workload's pods claim their devices from; None where the unit has no class."""
+def claim_name(workload: str) -> str:
+    """The ResourceClaim gpustack writes for a `share: pods` workload (the same name a template would have: one
+    workload has one or the other)."""
+    return f"{workload}-gpu"
+
+
+def share_of(workload: Workload) -> ClaimShare:
+    claim = workload.gpu.claim
+    return ClaimShare.CONTAINERS if claim is None else claim.share
+
+
+def shares_across_pods(workload: Workload) -> bool:
+    return share_of(workload) is ClaimShare.PODS
+
+
+def sharing_gates(workloads: Iterable[Workload]) -> list[str]:
+    """The driver feature gates the workloads' claim sharing needs, sorted (the chart's `featureGates`)."""
+    facts = load_facts().claim_sharing
+    gates = {
+        facts[w.gpu.claim.sharing.strategy].gate
+        for w in workloads
+        if w.gpu.claim is not None and w.gpu.claim.sharing is not None
+    }
+    return sorted(gates)
+
+
+def claim_config(sharing: ClaimSharing) -> dict[str, Any]:
+    """The claim's opaque GpuConfig for the driver (its configapi: `sharing.strategy` with timeSlicingConfig or
+    mpsConfig), applied to the claim's one request."""
+    facts = load_facts()
+    options: dict[str, Any] = {}
+    if sharing.strategy == "TimeSlicing":
+        if sharing.interval is not None:
+            options = {"timeSlicingConfig": {"interval": sharing.interval}}
+    else:
+        mps: dict[str, Any] = {}
+        if sharing.active_thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage
+        if sharing.pinned_memory_limit is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = sharing.pinned_memory_limit
+        if mps:
+            options = {"mpsConfig": mps}
+    return {
+        "requests": [REQUEST_NAME],
+        "opaque": {
+            "driver": facts.driver,
+            "parameters": {
+                "apiVersion": facts.config_api,
+                "kind": "GpuConfig",
+                "sharing": {"strategy": sharing.strategy, **options},
+            },
+        },
+    }
+
+
+def claim_object(ctx: Context, workload: Workload, namespace: str, pool: str, requests: Requests) -> Object | None:
+    """What a DRA workload's pods claim their devices from: a ResourceClaimTemplate (`share: containers`, one claim
+    per pod) or one ResourceClaim (`share: pods`); None where the unit has no class."""
     resource, count = requests.items[0]
     fact = class_for(ctx, pool, resource)
     if fact is None:
         return None
+    devices: dict[str, Any] = {"requests": [device_request(ctx.blueprint, fact.name, count)]}
+    claim = workload.gpu.claim
+    if claim is not None and claim.sharing is not None:
+        devices["config"] = [claim_config(claim.sharing)]
+    metadata = {"namespace": namespace, "labels": {WORKLOAD_LABEL: workload.name}}
+    if shares_across_pods(workload):
+        return {
+            "apiVersion": api_version(ctx.blueprint),
+            "kind": "ResourceClaim",
+            "metadata": {"name": claim_name(workload.name), **metadata},
+            "spec": {"devices": devices},
+        }
     return {
         "apiVersion": api_version(ctx.blueprint),
         "kind": "ResourceClaimTemplate",
-        "metadata": {
-            "name": claim_template_name(workload),
-            "namespace": namespace,
-            "labels": {WORKLOAD_LABEL: workload},
-        },
-        "spec": {"spec": {"devices": {"requests": [device_request(ctx.blueprint, fact.name, count)]}}},
+        "metadata": {"name": claim_template_name(workload.name), **metadata},
+        "spec": {"spec": {"devices": devices}},
     }
 
 
-def claim_devices(pod_spec: dict[str, Any], workload: str, requests: Requests) -> None:
-    """Make a pod claim its GPUs through the workload's template instead of requesting extended resources.
+def pod_claim(workload: Workload) -> dict[str, str]:
+    """The pod's one entry in `resourceClaims`: its own claim from the workload's template, or the workload's
+    shared ResourceClaim by name."""
+    if shares_across_pods(workload):
+        return {"name": REQUEST_NAME, "resourceClaimName": claim_name(workload.name)}
+    return {"name": REQUEST_NAME, "resourceClaimTemplateName": claim_template_name(workload.name)}
+
+
+def claim_devices(pod_spec: dict[str, Any], workload: Workload, requests: Requests) -> None:
+    """Make a pod claim its GPUs through the workload's claim instead of requesting extended resources; every
+    container of the pod holds it (the driver shares one claim's devices between the containers that list it).
 
     The GPU units leave requests and limits: on a DRA node nothing advertises them, so a pod asking for both a claim
     and `nvidia.com/gpu` would never fit (or, with an extendedResourceName class, get twice the devices).
     """
     gpu = {resource for resource, _amount in requests.items}
-    pod_spec["resourceClaims"] = [{"name": REQUEST_NAME, "resourceClaimTemplateName": claim_template_name(workload)}]
+    pod_spec["resourceClaims"] = [pod_claim(workload)]
     for container in pod_spec["containers"]:
         resources = container.get("resources", {})
         for which in ("requests", "limits"):
@@ -232,7 +321,7 @@ def claim_problems(ctx: Context, workload: Workload, spec: Mapping[str, Any]) ->
         return []
     claims = spec.get("resourceClaims")
     listed = claims if isinstance(claims, list) else ([] if claims is None else [claims])
-    expected = [{"name": REQUEST_NAME, "resourceClaimTemplateName": claim_template_name(workload.name)}]
+    expected = [pod_claim(workload)]
     if not is_dra(pool):
         if not listed:
             return []
@@ -245,20 +334,27 @@ def claim_problems(ctx: Context, workload: Workload, spec: Mapping[str, Any]) ->
         ]
     if listed == expected:
         return []
-    names = [c.get("resourceClaimTemplateName") for c in listed if isinstance(c, dict)]
-    if claim_template_name(workload.name) not in names:
+    what = _claim_words(workload)
+    if expected[0] not in listed:
         return [
             (
-                f"pod spec claims no devices from ResourceClaimTemplate {claim_template_name(workload.name)}, and "
-                f"pool '{pool.name}' hands out its GPUs only through DRA claims",
+                f"pod spec claims no devices from {what}, and pool '{pool.name}' hands out its GPUs only through DRA "
+                "claims",
                 "keep the pod's claim: `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec and "
-                "`claims: [{name: gpu}]` in the container's resources",
+                "`claims: [{name: gpu}]` in the resources of each container that uses the GPUs",
             )
         ]
     return [
         (
-            f"pod spec has resourceClaims other than gpustack's one claim from ResourceClaimTemplate "
-            f"{claim_template_name(workload.name)}: a claim gpustack did not write takes devices its checks never saw",
-            "keep exactly `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec",
+            f"pod spec has resourceClaims other than gpustack's one claim from {what}: a claim gpustack did not "
+            "write (another workload's or another tenant's) takes devices its checks never saw",
+            "keep exactly `resourceClaims: {{ resourceClaims | toyaml }}` in the pod spec; to share one claim "
+            "between pods, write `gpu.claim: {share: pods}` on the workload",
         )
     ]
+
+
+def _claim_words(workload: Workload) -> str:
+    if shares_across_pods(workload):
+        return f"ResourceClaim {claim_name(workload.name)}"
+    return f"ResourceClaimTemplate {claim_template_name(workload.name)}"

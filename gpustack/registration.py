@@ -123,6 +123,9 @@ class DeployPlan:
     warnings: tuple[Diagnostic, ...] = field(default=())
 
 
+CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
+
+
 def api_group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
@@ -130,8 +133,9 @@ def api_group(api_version: str) -> str:
 def group_of(manifest: Manifest) -> str:
     """The ConfigGroup a (non-node) object belongs to: decided by its kind and API group alone."""
     builtin = api_group(str(manifest.obj["apiVersion"])) in BUILTIN_API_GROUPS
-    # A ResourceClaimTemplate is applied just before its workload (rank), in its workload's stage: it is the pod's.
-    workload = KIND_RANK.get(manifest.kind, WORKLOAD_RANK) >= WORKLOAD_RANK or manifest.kind == "ResourceClaimTemplate"
+    # A ResourceClaimTemplate (or a workload's shared ResourceClaim) is applied just before its workload (rank), in
+    # its workload's stage: it is the pods'.
+    workload = KIND_RANK.get(manifest.kind, WORKLOAD_RANK) >= WORKLOAD_RANK or manifest.kind in CLAIM_KINDS
     if not builtin:
         return CUSTOM_WORKLOADS if workload else CUSTOM_RESOURCES
     if manifest.kind == "Namespace":

@@ -19,7 +19,7 @@ from typing import Any
 from gpustack.codes import TEMPLATE_ERROR
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.dra import claim_devices, claim_template, is_dra
+from gpustack.dra import claim_devices, claim_object, is_dra
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant, Workload, WorkloadKind
 from gpustack.names import (
     KUEUE_LOCAL_QUEUE,
@@ -148,8 +148,8 @@ def workload_objects(
     namespace = ctx.namespace_of(workload)
     pod = pod_template(ctx, workload, pool, tenant, requests)
     queued = tenant is not None and tenant.scheduler is Scheduler.KUEUE
-    # A DRA pool's pods claim devices from a ResourceClaimTemplate, which goes before the workload.
-    template = claim_template(ctx, workload.name, namespace, pool.name, requests) if is_dra(pool) else None
+    # A DRA pool's pods claim devices from a ResourceClaimTemplate (or share one ResourceClaim), before the workload.
+    template = claim_object(ctx, workload, namespace, pool.name, requests) if is_dra(pool) else None
     if template is not None:  # labelled like the workload's other objects: its tenant owns it (review, admission)
         template["metadata"]["labels"] = workload_labels(workload)
     claims = [template] if template is not None else []
@@ -394,7 +394,7 @@ def pod_template(
         spec["tolerations"] = tolerations(pool)
     spec["containers"] = [container(ctx, workload, pool, requests, leader=leader)]
     if is_dra(pool):
-        claim_devices(spec, workload.name, requests)
+        claim_devices(spec, workload, requests)
     if workload.kind in (WorkloadKind.JOB, WorkloadKind.VOLCANO_JOB, WorkloadKind.JOB_SET):
         spec["restartPolicy"] = "Never"
     if needs_shm(workload):

@@ -1,4 +1,4 @@
-"""Pools with allocation: dra (GS420-GS424, and GS801 for the driver's chart).
+"""Pools with allocation: dra (GS420-GS424, and GS801 for the driver's chart) and workloads' claims (GS613-GS615).
 
 What the DRA driver can serve, where it may run, and which resource.k8s.io version the target Kubernetes serves.
 """
@@ -12,14 +12,17 @@ from gpustack.codes import (
     DRA_AND_DEVICE_PLUGIN,
     DRA_API_UNAVAILABLE,
     DRA_BETA_API,
+    DRA_CLAIM_OFF_DRA,
+    DRA_CLAIM_SHARING,
     DRA_SCHEDULER,
+    DRA_SHARED_CLAIM_SPREAD,
     DRA_SHARING,
     UNPINNED_CHART,
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.dra import V1, api_version, dra_pools, first_minor, is_dra, load_facts
-from gpustack.model import Scheduler, SharingStrategy, WorkloadKind
+from gpustack.dra import V1, api_version, class_for, dra_pools, first_minor, is_dra, load_facts
+from gpustack.model import ClaimShare, Scheduler, SharingStrategy, Workload, WorkloadKind
 
 _PINNED = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
 # Sharing across pods under DRA: the driver shares one claim's GPU between the containers that reference it, and
@@ -174,7 +177,95 @@ def check_dra_chart_pinned(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+# Options of each claim sharing strategy (the driver's GpuSharing: timeSlicingConfig or mpsConfig, never both).
+_OPTIONS = {"interval": "TimeSlicing", "activeThreadPercentage": "MPS", "pinnedMemoryLimit": "MPS"}
+# Kinds whose pods a job spreads over nodes: one claim's devices are on one node.
+_SPREAD = (WorkloadKind.JOB_SET, WorkloadKind.LEADER_WORKER_SET)
+
+
+def _release(version: str) -> tuple[int, int, int] | None:
+    found = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", version)
+    return None if found is None else (int(found[1]), int(found[2]), int(found[3]))
+
+
+def check_workload_claims(ctx: Context) -> Iterator[Diagnostic]:
+    """`gpu.claim` only where a claim exists (a DRA pool), shared across pods only where the pods can share a node,
+    with sharing config the pinned driver can apply."""
+    for workload in ctx.blueprint.workloads:
+        claim = workload.gpu.claim
+        pool = ctx.pools.get(workload.pool)
+        if claim is None or pool is None:
+            continue
+        if not is_dra(pool):
+            yield ctx.error(
+                DRA_CLAIM_OFF_DRA,
+                claim.path,
+                f"workload '{workload.name}' writes gpu.claim and pool '{pool.name}' hands out its GPUs through the "
+                "device plugin: its pods request extended resources and hold no claim to share",
+                "drop gpu.claim, or place the workload on a pool with allocation: dra",
+                key=True,
+            )
+            continue
+        if claim.share is ClaimShare.PODS and workload.kind in _SPREAD:
+            yield ctx.error(
+                DRA_SHARED_CLAIM_SPREAD,
+                (*claim.path, "share"),
+                f"{workload.kind} '{workload.name}' shares one claim between its pods: the claim's devices are on one "
+                f"node, so every pod holding it must run there, and a {workload.kind} spreads its pods over nodes",
+                "use share: containers (each pod its own devices), or a Deployment, StatefulSet or Job for pods "
+                "that share one node's GPUs",
+            )
+        yield from _sharing_problems(ctx, workload)
+
+
+def _sharing_problems(ctx: Context, workload: Workload) -> Iterator[Diagnostic]:
+    claim = workload.gpu.claim
+    if claim is None or claim.sharing is None:
+        return
+    sharing = claim.sharing
+    written = {
+        "interval": sharing.interval,
+        "activeThreadPercentage": sharing.active_thread_percentage,
+        "pinnedMemoryLimit": sharing.pinned_memory_limit,
+    }
+    for option, value in written.items():
+        if value is not None and _OPTIONS[option] != sharing.strategy:
+            yield ctx.error(
+                DRA_CLAIM_SHARING,
+                (*sharing.path, option),
+                f"workload '{workload.name}': {option} is an option of {_OPTIONS[option]} sharing, and the claim "
+                f"shares by {sharing.strategy}: the driver refuses a GpuConfig that mixes the two",
+                f"drop {option}, or set strategy: {_OPTIONS[option]}",
+                key=True,
+            )
+    requests = ctx.requests.get(workload.name)
+    fact = class_for(ctx, workload.pool, requests.items[0][0]) if requests is not None and requests.items else None
+    if fact is not None and fact.profile is not None:
+        yield ctx.error(
+            DRA_CLAIM_SHARING,
+            (*sharing.path, "strategy"),
+            f"workload '{workload.name}' claims MIG devices ({fact.profile}) with {sharing.strategy} sharing: the "
+            "driver's GpuConfig applies to whole GPUs, and it hands each MIG device to one claim unshared",
+            "drop gpu.claim.sharing (the claim's holders still share the MIG device), or claim whole GPUs",
+            key=True,
+        )
+    feature = load_facts().claim_sharing[sharing.strategy]
+    chart = ctx.blueprint.dra.chart_version
+    pinned, since = _release(chart), _release(feature.since)
+    if pinned is not None and since is not None and pinned < since:
+        yield ctx.error(
+            DRA_CLAIM_SHARING,
+            (*sharing.path, "strategy"),
+            f"workload '{workload.name}' shares its claim by {sharing.strategy}, which the DRA driver turns on with "
+            f"its {feature.gate} feature gate from chart {feature.since}; spec.dra.chartVersion pins {chart}",
+            f'pin spec.dra.chartVersion to "{feature.since}" or newer (gpustack sets featureGates.{feature.gate}), '
+            "or drop gpu.claim.sharing",
+            related=[(*ctx.blueprint.dra.path, "chartVersion")],
+        )
+
+
 RULES = (
+    check_workload_claims,
     check_dra_sharing,
     check_one_allocator_per_node,
     check_resource_api,

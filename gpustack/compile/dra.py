@@ -21,16 +21,18 @@ from gpustack.context import Context
 from gpustack.dra import (
     DeviceClassFact,
     api_version,
+    claim_name,
     device_classes,
     dra_pools,
     load_facts,
     pool_classes,
+    shares_across_pods,
+    sharing_gates,
 )
 from gpustack.model import Tenant
-from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL
+from gpustack.names import ADMISSION_POLICY_MINOR, MANAGED_BY, POOL_LABEL, TENANT_LABEL, WORKLOAD_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
-from gpustack.schedulers import has_pool_quota
 
 FAMILY = "dra"
 ADMISSION_FAMILY = "dra-admission"
@@ -57,6 +59,19 @@ NAMES_NONE_OF = (
     "variables.requests.all(r, (!has(r.exactly) || !(r.exactly.deviceClassName in variables.classes))"
     " && (!has(r.deviceClassName) || !(r.deviceClassName in variables.classes))"
     " && (!has(r.firstAvailable) || r.firstAvailable.all(s, !(s.deviceClassName in variables.classes))))"
+)
+# A tenant's claim on the driver's own classes (an upstream example's `deviceClassName: gpu.nvidia.com`): refused by
+# its own rule, whose message names the classes of the tenant's pools, so the tenant-class rule allows them through.
+NO_UPSTREAM = NAMES_NONE_OF.replace("variables.classes", "variables.upstream")
+NAMES_ALLOWED = NAMES_ONLY.replace("variables.classes", "variables.allowed")
+# A pod may hold a ResourceClaim by name only as its own workload's shared claim (`<workload>-gpu`, written by
+# gpustack for `share: pods`, listed per tenant as `namespace/name`): not another workload's, which would share
+# devices its quota counted once, nor a claim no gpustack workload owns.
+POD_SHARED_CLAIMS = (
+    "!has(object.spec.resourceClaims) || object.spec.resourceClaims.all(c, !has(c.resourceClaimName)"
+    " || (request.namespace + '/' + c.resourceClaimName in variables.shared"
+    " && has(object.metadata.labels) && '{label}' in object.metadata.labels"
+    " && object.metadata.labels['{label}'] + '-gpu' == c.resourceClaimName))"
 )
 NO_ADMIN_ACCESS = (
     "variables.requests.all(r, (!has(r.exactly) || !has(r.exactly.adminAccess) || r.exactly.adminAccess == false)"
@@ -107,6 +122,8 @@ def driver_release(ctx: Context) -> HelmRelease:
 
 def driver_values(ctx: Context) -> Object:
     pools = dra_pools(ctx.blueprint)
+    dra = {pool.name for pool in pools}
+    gates = sharing_gates(w for w in ctx.blueprint.workloads if w.pool in dra)
     tolerations: list[Object] = []
     for pool in pools:
         for taint in pool.taints:
@@ -120,6 +137,8 @@ def driver_values(ctx: Context) -> Object:
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "resourceApiVersion": api_version(ctx.blueprint),
+        # Only the alpha gates a workload's claim sharing needs (checks/dra.py refuses a chart that lacks them).
+        **({"featureGates": {gate: True for gate in gates}} if gates else {}),
         "kubeletPlugin": {
             # Static pools by gpustack's pool label, selector pools by their own selector, as the plugin's.
             "affinity": build_affinity(list(pools)),
@@ -136,8 +155,9 @@ def device_quota(ctx: Context, tenant: Tenant) -> dict[str, int]:
     """`<class>.deviceclass.resource.k8s.io/devices` -> devices per namespace: the tenant's quota on its DRA pools,
     and 0 on every class it is not granted and on the driver's catch-all classes (which reach every DRA node).
 
-    A class of a granted pool is granted by the pool's quota naming its unit; a pool granted with no quota entry is
-    granted whole (no line). Classes are per pool, so no other pool's quota can grant it.
+    A class of a granted pool is granted by the pool's quota naming its unit; a pool whose quota is `unlimited` is
+    granted whole (no line), one granted with no quota entry is closed (0, GS610). Classes are per pool, so no other
+    pool's quota can grant it.
     """
     hard: dict[str, int] = {}
     suffix = load_facts().quota_suffix
@@ -151,8 +171,8 @@ def device_quota(ctx: Context, tenant: Tenant) -> dict[str, int]:
         quota = {full_resource_name(short): n for short, n in tenant.quota_for(fact.pool).items()}
         if fact.resource in quota:
             hard[fact.quota_key] = quota[fact.resource]
-        elif has_pool_quota(tenant, fact.pool):
-            hard[fact.quota_key] = 0  # the pool's quota does not name this unit: not granted (N4)
+        elif not tenant.unlimited_on(fact.pool):
+            hard[fact.quota_key] = 0  # the pool's quota does not name this unit, or it has none: not granted (N4)
     return dict(sorted(hard.items()))
 
 
@@ -171,6 +191,87 @@ def quota_object(tenant: Tenant, namespace: str, hard: dict[str, int]) -> Object
 
 def _cel_list(items: list[str]) -> str:
     return "[" + ", ".join("'" + item + "'" for item in items) + "]"
+
+
+def _tenant_policy(ctx: Context, tenant: Tenant) -> Object:
+    """The tenant's claims name only its granted pools' classes; a claim on the driver's own classes (what the
+    upstream examples write) is told which class of its pools to name instead."""
+    name = f"gpustack-dra-{tenant.name}"
+    classes = granted_classes(ctx, tenant)
+    upstream = list(load_facts().chart_classes)
+    message = (
+        f"tenant {tenant.name} may claim devices only of the DeviceClasses of its granted pools: "
+        f"{', '.join(classes) or 'none'}"
+    )
+    policy = _policy(name, classes, NAMES_ALLOWED, message)
+    spec = policy["spec"]
+    spec["variables"][1:1] = [
+        {"name": "upstream", "expression": _cel_list(upstream)},
+        {"name": "allowed", "expression": "variables.classes + variables.upstream"},
+    ]
+    spec["validations"].insert(
+        0,
+        {"expression": NO_UPSTREAM, "message": upstream_message(ctx, tenant), "reason": "Forbidden"},
+    )
+    return policy
+
+
+def upstream_message(ctx: Context, tenant: Tenant) -> str:
+    """Why a claim on the driver's catch-all class is refused, naming each granted pool's classes."""
+    pools = [
+        f"{pool}: {', '.join(c.name + ' (' + (c.profile or 'whole GPUs') + ')' for c in pool_classes(ctx, pool))}"
+        for pool in tenant.pools
+        if pool_classes(ctx, pool)
+    ]
+    where = "; ".join(pools) if pools else "none: tenant has no DRA pool"
+    return (
+        f"{', '.join(load_facts().chart_classes)} are the DRA driver's classes for every device of every DRA node, "
+        f"outside any tenant's quota: name the class of tenant {tenant.name}'s pool instead ({where})"
+    )
+
+
+def _pod_policy(ctx: Context, tenant: Tenant) -> Object | None:
+    """A tenant with shared claims (`share: pods`): its pods hold a ResourceClaim by name only as their own
+    workload's shared claim, so no other workload (whose quota never counted those devices) rides on one. None for a
+    tenant without any: its pods' hand-written claims stay under the class rules and the device quota."""
+    shared = sorted(
+        f"{ctx.namespace_of(w)}/{claim_name(w.name)}"
+        for w in ctx.blueprint.workloads
+        if w.tenant == tenant.name and shares_across_pods(w) and w.pool in {p.name for p in dra_pools(ctx.blueprint)}
+    )
+    if not shared:
+        return None
+    listed = ", ".join(shared)
+    return {
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": f"gpustack-dra-pods-{tenant.name}", "labels": dict(MANAGED_BY)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "variables": [{"name": "shared", "expression": _cel_list(shared)}],
+            "validations": [
+                {
+                    "expression": POD_SHARED_CLAIMS.replace("{label}", WORKLOAD_LABEL),
+                    "message": (
+                        f"a pod of tenant {tenant.name} may hold a ResourceClaim by name only as its own workload's "
+                        f"shared claim (<{WORKLOAD_LABEL}>-gpu, written by gpustack for gpu.claim.share: pods): "
+                        f"{listed}"
+                    ),
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    }
 
 
 def _policy(name: str, classes: list[str], rule: str, message: str) -> Object:
@@ -233,12 +334,10 @@ def admission_objects(ctx: Context) -> list[Object]:
     objects: list[Object] = []
     for tenant in ctx.blueprint.tenants:
         name = f"gpustack-dra-{tenant.name}"
-        classes = granted_classes(ctx, tenant)
-        message = (
-            f"tenant {tenant.name} may claim devices only of the DeviceClasses of its granted pools: "
-            f"{', '.join(classes) or 'none'}"
-        )
-        objects += [_policy(name, classes, NAMES_ONLY, message), _binding(name, "In", list(tenant.namespaces))]
+        objects += [_tenant_policy(ctx, tenant), _binding(name, "In", list(tenant.namespaces))]
+        pods = _pod_policy(ctx, tenant)
+        if pods is not None:
+            objects += [pods, _binding(pods["metadata"]["name"], "In", list(tenant.namespaces))]
     granted = {pool for tenant in ctx.blueprint.tenants for pool in tenant.pools}
     closed = [*load_facts().chart_classes, *(c.name for c in device_classes(ctx) if c.pool in granted)]
     owned = [ns for tenant in ctx.blueprint.tenants for ns in tenant.namespaces]
