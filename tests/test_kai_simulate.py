@@ -181,7 +181,7 @@ def test_mig_pods_count_their_slices_but_the_queue_does_not_cap_a_profile(kai: B
     assert sorted(refused) == [f"embedder-{i}" for i in range(14, 20)]
     assert {event for event, _ in refused.values()} == {"FailedCreate"}
     assert refused["embedder-14"][1] == (
-        'Error creating: pods "embedder-14" is forbidden: exceeded quota: gpustack-gpu-quota, '
+        'Error creating: pods "embedder-<hash>-14" is forbidden: exceeded quota: gpustack-gpu-quota, '
         "requested: requests.nvidia.com/mig-1g.10gb=1, used: requests.nvidia.com/mig-1g.10gb=14, "
         "limited: requests.nvidia.com/mig-1g.10gb=14"
     )

@@ -114,7 +114,8 @@ def test_pod_specific_messages_stay_one_per_pod_in_order_of_first_use(tmp_path: 
     assert code == 1 and len(data["pending"]) == 16
     assert [pod["messageIndex"] for pod in data["pending"]] == list(range(16))
     for pod, message, _ in resolved(data):
-        assert f'"{pod}"' in message and message.startswith("Error creating: ")
+        deployment, _, index = pod.rpartition("-")  # the ReplicaSet's pod: `<deployment>-<hash>-<suffix>`
+        assert f'"{deployment}-<hash>-{index}"' in message and message.startswith("Error creating: ")
 
 
 def test_a_pod_without_a_hint_has_a_null_hint_index(tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ from gpustack.cluster.snapshot import ClusterSnapshot
 from gpustack.collector import paused
 from gpustack.context import Context
 from gpustack.simulate.demand import Demand, Pod, build_demand, priority_classes
-from gpustack.simulate.existing import extra_objects, merge_nodes, running_pods
+from gpustack.simulate.existing import extra_objects, merge_nodes, rebound, running_pods, take_over, volume_claims
+from gpustack.simulate.extended import serve_extended
+from gpustack.simulate.gates import gates_from
 from gpustack.simulate.inventory import build_inventory
 from gpustack.simulate.kai import kai_queues
 from gpustack.simulate.messages import KubeVersion
@@ -67,14 +69,21 @@ def run_simulation(
         running = running_pods(snapshot, nodes, priority_classes(objects))
     namespaces = {w.name: context.namespace_of(w) for w in blueprint.workloads}
     demand = build_demand(blueprint, namespaces, objects, scenario)
+    if snapshot is not None:  # the workloads' own running pods are replicas already there, not strangers
+        demand, running = take_over(snapshot, demand, running)
+    gates = gates_from(objects, volume_claims(snapshot, objects) if snapshot is not None else None)
     version = version or KubeVersion.parse(blueprint.kubernetes_version)
+    nodes = serve_extended(nodes, objects, version)  # DRA classes serving nvidia.com/* requests, from 1.36
     kai = kai_queues(context, objects)
-    outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running, kai)
+    outcome = simulate(nodes, demand, quotas_from(objects), version, blueprint.volcano.binpack, running, kai, gates)
     after_scale_up: tuple[tuple[str, str], ...] = ()
     at_least = tuple(node for node in nodes if not node.scale_up)
     if len(at_least) < len(nodes):
         # Once more on the nodes that are always there: what waits there and is placed above needs a scale-up.
-        floor = simulate(at_least, demand, quotas_from(objects), version, blueprint.volcano.binpack, running, kai)
+        floor_running = rebound(running, nodes, at_least)
+        floor = simulate(
+            at_least, demand, quotas_from(objects), version, blueprint.volcano.binpack, floor_running, kai, gates
+        )
         waiting = {(item.pod.namespace, item.pod.name) for item in floor.pending}
         after_scale_up = tuple(
             (pod.namespace, pod.name) for pod, _ in outcome.placed if (pod.namespace, pod.name) in waiting

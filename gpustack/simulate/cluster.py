@@ -80,7 +80,9 @@ class Cluster:
     def _change(self, node_index: int, pod: Pod, sign: int) -> None:
         self.generation += 1
         used = self.used[node_index]
-        for resource, value in (*pod.shape.requests, (PODS, 1)):
+        node = self.nodes[node_index]
+        for requested, value in (*pod.shape.requests, (PODS, 1)):
+            resource = node.serving(requested)  # a DRA-backed extended resource takes its class's devices
             used[resource] = used.get(resource, 0) + sign * value
         node_class = self.classes[self.class_of[node_index]]
         before = self._usage[node_index]

@@ -41,6 +41,7 @@ class Source:
     workload: Workload | None  # the blueprint's workload; None for a scenario's raw pods
     scenario: Mapping[str, JsonPath] = field(default_factory=dict)  # pod spec field -> scenario path that set it
     raw: str | None = None  # the name a scenario gave its raw pods
+    replica_set: str | None = None  # a Deployment's ReplicaSet (`<name>-<pod-template-hash>`) where a snapshot shows it
 
 
 @dataclass(frozen=True, eq=False)

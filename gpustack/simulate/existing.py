@@ -1,11 +1,14 @@
 """What a cluster snapshot adds to a simulation: the nodes, pods, priority classes and quotas already there.
 
 The blueprint's nodes are simulated as they will be after apply (gpustack's labels, taints and device
-plugin setup), with what only the cluster knows taken from the snapshot: cordons, allocatable cpu, memory
-and pod slots, and taints others put there (gpustack's label script leaves them in place). Nodes the
+plugin setup), with what only the cluster knows taken from the snapshot: cordons, allocatable cpu, memory,
+pod slots and every resource the NVIDIA device plugin does not advertise (ephemeral-storage, hugepages, RDMA
+devices...), and taints others put there (gpustack's label script leaves them in place). Nodes the
 blueprint does not list join as they are, CPU-only ones included. Pods bound to a node and not finished
-keep that node and count toward its resources, its pod slots and their namespace's quotas. The snapshot's
-PriorityClasses and ResourceQuotas join the compiled ones (a compiled object of the same name wins).
+keep that node and count toward its resources, its pod slots and their namespace's quotas; those that are a
+blueprint workload's own pods (its label, or its controller as owner, in its namespace) are that workload's
+replicas already running, so only the replicas beyond them are created. The snapshot's PriorityClasses,
+ResourceQuotas (with their scopes) and LimitRanges join the compiled ones (a compiled object of the same name wins).
 """
 
 from __future__ import annotations
@@ -15,12 +18,19 @@ from dataclasses import replace
 from typing import Any
 
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotPod
-from gpustack.simulate.demand import Pod, PriorityClass, Source
+from gpustack.names import WORKLOAD_LABEL
+from gpustack.simulate.claims import is_claim
+from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source
 from gpustack.simulate.inventory import HOSTNAME, Node
 from gpustack.simulate.pods import CPU, MEMORY, PODS, PodShape, Taint, amount
+from gpustack.simulate.snapshot_facts import PodFacts, compiled_claims, limit_ranges, pod_facts
+from gpustack.simulate.snapshot_facts import volume_claims as snapshot_claims
 
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the cordon's own taint: `unschedulable` stands for it
 RUNNING = "running"  # the raw-pod name running pods carry, for reports
+# What the NVIDIA device plugin (or HAMi) advertises: after apply, the blueprint's pool decides these on its nodes.
+DEVICE_PLUGIN_PREFIX = "nvidia.com/"
+POD_TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
 
 
 def _allocatable(node: SnapshotNode) -> dict[str, int]:
@@ -48,7 +58,12 @@ def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> tuple[Node,
             continue
         actual = _allocatable(found)
         allocatable = dict(node.allocatable)
-        allocatable.update({r: actual[r] for r in (CPU, MEMORY, PODS) if r in actual})
+        # The pool's GPU units are what gpustack's device plugin setup makes of the node, whatever it advertised
+        # before; everything else the node advertises stays (cpu, memory and pods as measured, extended resources
+        # of other plugins).
+        gpu = any(r.startswith(DEVICE_PLUGIN_PREFIX) or is_claim(r) for r in allocatable)
+        kept = {r: v for r, v in actual.items() if not (gpu and r.startswith(DEVICE_PLUGIN_PREFIX))}
+        allocatable.update({r: v for r, v in kept.items() if r in (CPU, MEMORY, PODS) or r not in allocatable})
         own = {(t.key, t.effect) for t in node.taints}
         foreign = tuple(t for t in _taints(found) if (t.key, t.effect) not in own)
         cordoned = node.unschedulable or found.unschedulable
@@ -60,9 +75,9 @@ def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> tuple[Node,
     return tuple(merged)
 
 
-def _running_pod(pod: SnapshotPod, classes: Mapping[str, PriorityClass], order: int) -> Pod:
+def _running_pod(pod: SnapshotPod, facts: PodFacts, classes: Mapping[str, PriorityClass], order: int) -> Pod:
     requests = tuple(sorted((r, amount(r, text)) for r, text in pod.requests if amount(r, text) > 0))
-    shape = PodShape(requests=requests, priority_class=pod.priority_class)
+    shape = PodShape(requests=requests, priority_class=pod.priority_class, terminating=facts.terminating)
     known = classes.get(pod.priority_class or "")
     never = known.preempt_never if known is not None else False
     # The Priority admission plugin wrote spec.priority when the pod was created: it is the pod's priority now,
@@ -79,8 +94,74 @@ def running_pods(
     out: list[tuple[Pod, int]] = []
     for pod in snapshot.pods:
         if pod.holds_resources and pod.node_name in index:
-            out.append((_running_pod(pod, classes, -len(snapshot.pods) + len(out)), index[pod.node_name]))
+            facts = pod_facts(snapshot, pod)
+            out.append((_running_pod(pod, facts, classes, -len(snapshot.pods) + len(out)), index[pod.node_name]))
     return out
+
+
+def _workload_of(facts: PodFacts, namespace: str, workloads: Mapping[str, list[Pod]]) -> str | None:
+    """The workload a running pod is one of: gpustack's workload label on it, or its controller named after the
+    workload (a Deployment's ReplicaSet `<name>-<hash>`, a StatefulSet or Job `<name>`), in the workload's namespace."""
+    names = [facts.labels.get(WORKLOAD_LABEL)]
+    for kind, owner in facts.owners:
+        names.append(owner.rpartition("-")[0] if kind == "ReplicaSet" else owner)
+    for name in names:
+        pods = workloads.get(name) if name else None
+        if pods is not None and pods[0].namespace == namespace:
+            return name
+    return None
+
+
+def take_over(
+    snapshot: ClusterSnapshot, demand: Demand, running: Sequence[tuple[Pod, int]]
+) -> tuple[Demand, list[tuple[Pod, int]]]:
+    """The demand less the replicas already running, and the running pods less those a scale-down deletes.
+
+    A workload asking for N pods with R of them running creates N - R more (7 running, scaled to 9: two new pods,
+    nine in all); with R > N the controller deletes R - N of them. A StatefulSet's running pods keep their names, so
+    the ones still missing are created; other controllers name pods at random, so the first ones stand in. A
+    Deployment's new pods learn its ReplicaSet's name from the running ones' pod-template-hash.
+    """
+    by_workload: dict[str, list[Pod]] = {}
+    for pod in demand.pods:
+        if pod.source.workload is not None:
+            by_workload.setdefault(pod.source.workload.name, []).append(pod)
+    found = {(pod.namespace, pod.name): pod for pod in snapshot.pods}
+    owned: dict[str, list[int]] = {}
+    replica_sets: dict[str, str] = {}
+    for position, (pod, _) in enumerate(running):
+        record = found.get((pod.namespace, pod.name))
+        facts = pod_facts(snapshot, record) if record is not None else None
+        workload = _workload_of(facts, pod.namespace, by_workload) if facts is not None else None
+        if facts is None or workload is None:
+            continue
+        owned.setdefault(workload, []).append(position)
+        template_hash = facts.labels.get(POD_TEMPLATE_HASH)
+        if template_hash:
+            replica_sets.setdefault(workload, f"{by_workload[workload][0].name.rpartition('-')[0]}-{template_hash}")
+    if not owned:
+        return demand, list(running)
+    dropped: set[int] = set()  # ids of demand pods already running
+    deleted: set[int] = set()  # positions in `running` a scale-down removes
+    for workload, positions in owned.items():
+        pods = by_workload[workload]
+        names = {running[p][0].name for p in positions}
+        ordered = [pod for pod in pods if pod.name in names] + [pod for pod in pods if pod.name not in names]
+        dropped.update(id(pod) for pod in ordered[: len(positions)])
+        deleted.update(positions[len(pods) :])
+    gangs = dict(demand.gangs)
+    remaining = []
+    for pod in demand.pods:
+        if id(pod) in dropped:
+            if pod.gang is not None and pod.gang in gangs:  # a running member already counts toward its gang
+                spec = gangs[pod.gang]
+                gangs[pod.gang] = replace(spec, min_available=max(1, spec.min_available - 1), size=spec.size - 1)
+            continue
+        owner = pod.source.workload
+        replica_set = replica_sets.get(owner.name) if owner is not None else None
+        remaining.append(replace(pod, source=replace(pod.source, replica_set=replica_set)) if replica_set else pod)
+    kept = [item for position, item in enumerate(running) if position not in deleted]
+    return replace(demand, pods=tuple(remaining), gangs=gangs), kept
 
 
 def extra_objects(snapshot: ClusterSnapshot, compiled: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -104,12 +185,38 @@ def extra_objects(snapshot: ClusterSnapshot, compiled: Iterable[Mapping[str, Any
             )
     for quota in snapshot.quotas:
         if ("ResourceQuota", quota.namespace, quota.name) not in taken:
-            hard = dict(quota.hard)
+            spec: dict[str, Any] = {"hard": dict(quota.hard)}
+            if quota.scopes:
+                spec["scopes"] = list(quota.scopes)
+            if quota.scope_selector:
+                expressions = [
+                    {"scopeName": r.scope, "operator": r.operator, "values": list(r.values)}
+                    for r in quota.scope_selector
+                ]
+                spec["scopeSelector"] = {"matchExpressions": expressions}
             out.append(
-                {
-                    "kind": "ResourceQuota",
-                    "metadata": {"name": quota.name, "namespace": quota.namespace},
-                    "spec": {"hard": hard},
-                }
+                {"kind": "ResourceQuota", "metadata": {"name": quota.name, "namespace": quota.namespace}, "spec": spec}
             )
+    for limits in limit_ranges(snapshot):
+        metadata = limits["metadata"]
+        if ("LimitRange", str(metadata.get("namespace")), str(metadata["name"])) not in taken:
+            out.append(limits)
     return out
+
+
+def rebound(running: Sequence[tuple[Pod, int]], nodes: Sequence[Node], subset: Sequence[Node]) -> list[tuple[Pod, int]]:
+    """Running pods with their node indexes in `subset` (the nodes an autoscaled cluster always has): a pod on a node
+    left out goes with it."""
+    where = {id(node): index for index, node in enumerate(subset)}
+    out = []
+    for pod, index in running:
+        new = where.get(id(nodes[index]))
+        if new is not None:
+            out.append((pod, new))
+    return out
+
+
+def volume_claims(snapshot: ClusterSnapshot, objects: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]] | None:
+    """The PersistentVolumeClaims that exist once the plan is applied; None where the snapshot lists none."""
+    listed = snapshot_claims(snapshot)
+    return None if listed is None else listed | compiled_claims(objects)

@@ -67,7 +67,8 @@ def _short(shape: PodShape, node_class: NodeClass, usage: Usage) -> tuple[list[s
     """Resources the pod does not fit in, in request order, and whether one exceeds the node's allocatable."""
     node = node_class.node
     short, over = [], False
-    for resource, quantity in shape.requests:
+    for requested, quantity in shape.requests:
+        resource = node.serving(requested)
         capacity = node.capacity(resource)
         if capacity is None:
             continue

@@ -39,6 +39,13 @@ class Node:
     allocatable: Mapping[str, int] = field(hash=False)
     unschedulable: bool = False
     scale_up: bool = False  # an autoscaled pool's node beyond its minNodes: there only after a scale-up
+    # DRA extended resources (simulate/extended.py): a name the node does not advertise -> the claim resource of the
+    # DeviceClass whose extendedResourceName it is, whose devices serve it.
+    served: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def serving(self, resource: str) -> str:
+        """What a request for `resource` takes on this node: itself, or devices of the DeviceClass that maps it."""
+        return resource if resource in self.allocatable else self.served.get(resource, resource)
 
     def capacity(self, resource: str) -> int | None:
         """Allocatable units of `resource`; None when the blueprint does not state it (cpu, memory)."""
@@ -92,8 +99,14 @@ def gfd_labels(pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]) -> di
         else:
             # MIG-enabled parents advertise no whole GPUs (replicas 0); GPUs a group leaves whole are labelled as
             # full GPUs, which override the parents' labels (GFD newGPULabelers): one unshared GPU each.
-            whole = any(offer.profile is None for offer in offers)
-            labels["nvidia.com/gpu.replicas"] = "1" if whole else "0"
+            whole = next((offer for offer in offers if offer.profile is None), None)
+            labels["nvidia.com/gpu.replicas"] = "0" if whole is None else str(whole.shared_by)
+            if whole is not None and whole.shared_by > 1:
+                # Whole GPUs time-sliced beside the instances (mig.timeSlicing names whole): labelled as time-sliced
+                # full GPUs are, -SHARED unless renamed.
+                labels["nvidia.com/gpu.sharing-strategy"] = str(SharingStrategy.TIME_SLICING)
+                if not whole.resource.endswith(".shared"):
+                    labels[GFD_PRODUCT_LABEL] = product + "-SHARED"
             for offer in offers:
                 if offer.profile is None:
                     continue

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from gpustack.diagnostic import JsonPath
 from gpustack.quantity import parse_quantity
+from gpustack.simulate.snapshot_facts import claim_names
 from gpustack.taints import Toleration
 
 CPU = "cpu"
@@ -83,6 +84,15 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Container:
+    """One container's requests (a limit without a request sets it, as API defaulting does) and limits."""
+
+    name: str
+    requests: tuple[tuple[str, int], ...]
+    limits: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class PodShape:
     """Everything about a pod that filters and scores read; equal shapes schedule alike."""
 
@@ -95,6 +105,9 @@ class PodShape:
     priority_class: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER
     node_name: str | None = None  # spec.nodeName: bound at creation, past the scheduler, admitted by the kubelet
+    terminating: bool = False  # spec.activeDeadlineSeconds is set (the Terminating quota scope)
+    claims: tuple[str, ...] = ()  # the PersistentVolumeClaims its volumes mount (VolumeBinding)
+    containers: tuple[Container, ...] = ()  # each container's own amounts: LimitRanger judges them one by one
 
     def request(self, resource: str) -> int:
         return dict(self.requests).get(resource, 0)
@@ -141,7 +154,22 @@ def parse_pod_spec(spec: Any) -> PodShape:
         priority_class=_optional_string(spec, "priorityClassName"),
         scheduler_name=_optional_string(spec, "schedulerName") or DEFAULT_SCHEDULER,
         node_name=_optional_string(spec, "nodeName") or None,
+        terminating=spec.get("activeDeadlineSeconds") is not None,
+        claims=claim_names(spec),
+        containers=_containers(spec),
     )
+
+
+def _containers(spec: Mapping[str, Any]) -> tuple[Container, ...]:
+    out = []
+    for key in ("containers", "initContainers"):
+        for index, raw in enumerate(_list(spec, key)):
+            path = (key, index)
+            name = _optional_string(_mapping(raw, path), "name", path) or ""
+            requests = _container_resources(raw, path, "requests")
+            limits = _container_resources(raw, path, "limits")
+            out.append(Container(name, tuple(sorted(requests.items())), tuple(sorted(limits.items()))))
+    return tuple(out)
 
 
 def _requests(spec: Mapping[str, Any], which: str) -> tuple[tuple[str, int], ...]:

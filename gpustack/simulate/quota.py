@@ -21,25 +21,42 @@ _CPU_KEYS = ("cpu", "requests.cpu", "limits.cpu")
 _MEMORY_KEYS = ("memory", "requests.memory", "limits.memory")
 
 
+Scope = tuple[str, str, tuple[str, ...]]  # (scopeName, operator, values): spec.scopes entries are (name, Exists, ())
+
+
 @dataclass(frozen=True)
 class Quota:
     name: str
     namespace: str
     hard: Mapping[str, int]  # quota key (requests.nvidia.com/gpu, pods, limits.cpu...) -> limit
-    priority_classes: tuple[str, str, tuple[str, ...]] | None = None  # scopeSelector on PriorityClass
+    scopes: tuple[Scope, ...] = ()  # spec.scopes and spec.scopeSelector: the quota binds pods that match them all
 
     def applies_to(self, pod: Pod) -> bool:
-        if self.priority_classes is None:
-            return True
-        _, operator, values = self.priority_classes
-        name = pod.shape.priority_class
-        if operator == "In":
-            return name in values
-        if operator == "NotIn":
-            return name not in values
+        return all(_matches(scope, pod) for scope in self.scopes)
+
+
+def _matches(scope: Scope, pod: Pod) -> bool:
+    """podMatchesScopeFunc (pkg/quota/v1/evaluator/core/pods.go), for one scope requirement."""
+    name, operator, values = scope
+    shape = pod.shape
+    if name in ("Terminating", "NotTerminating"):
+        return shape.terminating == (name == "Terminating")  # activeDeadlineSeconds set
+    if name in ("BestEffort", "NotBestEffort"):
+        # QoS BestEffort: no container requests or limits a non-zero cpu or memory.
+        best_effort = not any(r in (CPU, MEMORY) for r, _ in (*shape.requests, *shape.limits))
+        return best_effort == (name == "BestEffort")
+    if name == "PriorityClass":
         if operator == "Exists":
-            return name is not None
-        return name is None  # DoesNotExist
+            return shape.priority_class is not None
+        # A label selector over {"PriorityClass": <name, "" without one>}: the key is always there.
+        value = shape.priority_class or ""
+        if operator == "In":
+            return value in values
+        if operator == "NotIn":
+            return value not in values
+        return False  # DoesNotExist: the key always exists
+    # CrossNamespacePodAffinity: the simulator reads no pod affinity, so no simulated pod has it.
+    return False
 
 
 @dataclass(frozen=True)
@@ -157,7 +174,7 @@ def format_quantity(key: str, value: int) -> str:
 
 
 def quotas_from(objects: Iterable[Mapping[str, Any]]) -> tuple[Quota, ...]:
-    """The ResourceQuota objects of a plan; unknown scopes are ignored (the quota then applies to every pod)."""
+    """The ResourceQuota objects of a plan (and a snapshot), with their scopes."""
     out = []
     for obj in objects:
         if obj.get("kind") != "ResourceQuota":
@@ -165,7 +182,7 @@ def quotas_from(objects: Iterable[Mapping[str, Any]]) -> tuple[Quota, ...]:
         spec = obj.get("spec") or {}
         hard = {str(k): _quota_amount(str(k), v) for k, v in (spec.get("hard") or {}).items()}
         out.append(
-            Quota(str(obj["metadata"]["name"]), str(obj["metadata"].get("namespace", "default")), hard, _scope(spec))
+            Quota(str(obj["metadata"]["name"]), str(obj["metadata"].get("namespace", "default")), hard, _scopes(spec))
         )
     return tuple(sorted(out, key=lambda q: (q.namespace, q.name)))
 
@@ -175,12 +192,9 @@ def _quota_amount(key: str, value: Any) -> int:
     return amount(CPU if resource == CPU else resource, value)
 
 
-def _scope(spec: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]] | None:
+def _scopes(spec: Mapping[str, Any]) -> tuple[Scope, ...]:
+    scopes: list[Scope] = [(str(name), "Exists", ()) for name in spec.get("scopes") or ()]
     for expression in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
-        if expression.get("scopeName") == "PriorityClass":
-            return (
-                "PriorityClass",
-                str(expression.get("operator")),
-                tuple(str(v) for v in expression.get("values") or ()),
-            )
-    return None
+        values = tuple(str(v) for v in expression.get("values") or ())
+        scopes.append((str(expression.get("scopeName")), str(expression.get("operator")), values))
+    return tuple(scopes)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpustack.model import WorkloadKind
+from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
+from gpustack.simulate.controllers import failed_create
 from gpustack.simulate.demand import Demand, GangSpec, Pod
+from gpustack.simulate.gates import Gates, claim_not_found
 from gpustack.simulate.group import allocate_group
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.kai import OVER_LIMIT, KaiQueues
@@ -26,9 +28,6 @@ from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
 FAILED_CREATE = "FailedCreate"  # the controller's event when the API server refuses the pod
-# The workload controllers' FailedCreate event wraps the API server's refusal (pkg/controller/controller_utils.go).
-CONTROLLER_KINDS = (WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFUL_SET, WorkloadKind.JOB)
-ERROR_CREATING = "Error creating: "
 FAILED_SCHEDULING = "FailedScheduling"  # kube-scheduler's event
 UNSCHEDULABLE = "Unschedulable"  # Volcano's PodScheduled condition reason
 GROUP_INCOMPLETE = "GroupIncomplete"  # gpustack's word: a JobSet or LeaderWorkerSet group that cannot start whole
@@ -71,6 +70,7 @@ def simulate(
     binpack: bool = False,
     running: Sequence[tuple[Pod, int]] = (),
     kai: KaiQueues | None = None,
+    gates: Gates | None = None,
 ) -> Outcome:
     """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads.
 
@@ -78,6 +78,8 @@ def simulate(
     pod slots and count toward quota from the start, and lower-priority ones may be preempted.
 
     `kai`: the compiled KAI Queues; a KAI pod (or gang) over its queue's limit stays pending (OverLimit).
+
+    `gates`: LimitRanges (checked at creation, before quota) and the PersistentVolumeClaims that exist.
     """
     kai = kai.fresh() if kai is not None else None
     cluster = Cluster(nodes)
@@ -93,6 +95,10 @@ def simulate(
     pending: list[Pending] = []
     admitted: list[Pod] = []
     for pod in demand.pods:
+        limited = gates.limit_refusal(pod) if gates is not None else None
+        if limited is not None:  # LimitRanger runs before ResourceQuota: the pod never counts
+            pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, limited)))
+            continue
         refused = ledger.admit(pod)
         if refused is None:
             admitted.append(pod)
@@ -120,6 +126,11 @@ def simulate(
             pending += [Pending(pod, OVER_LIMIT, over_limit.message) for pod in job]
             continue
         if isinstance(unit, Pod):
+            missing = gates.missing_claim(unit) if gates is not None and not unit.volcano else None
+            if missing is not None:  # VolumeBinding's PreFilter: no node is judged
+                text = claim_not_found(version, len(cluster.nodes), missing, holds_claims(unit.shape))
+                pending.append(Pending(unit, FAILED_SCHEDULING, text))
+                continue
             result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
             if not isinstance(result, Unplaced):
                 placed.append((unit, result))
@@ -190,17 +201,6 @@ def preempt(cluster: Cluster, pod: Pod, refused: Unplaced, version: KubeVersion,
     if preemption is None:
         no_room[id(refused)] = refused
     return preemption
-
-
-def failed_create(pod: Pod, refusal: str) -> str:
-    """The API server's refusal as the pod's creator reports it.
-
-    A Deployment's ReplicaSet, a StatefulSet or a Job records `Error creating: <refusal>` on itself; the
-    refusal of a pod created directly (a scenario's raw pods, `kubectl create`) and of a VolcanoJob's pods
-    (created by Volcano's job controller, which words its own event) is given as the API server words it.
-    """
-    workload = pod.source.workload
-    return ERROR_CREATING + refusal if workload is not None and workload.kind in CONTROLLER_KINDS else refusal
 
 
 Unit = Pod | tuple[GangSpec, list[Pod]]
