@@ -59,6 +59,7 @@ __all__ = [
     "CloudCluster",
     "GpuCluster",
     "GpuClusterArgs",
+    "MissingCloudCluster",
     "MissingCloudPackage",
     "deploy_plan",
     "group_of",
@@ -87,6 +88,21 @@ EXTRAS = {
 
 class MissingCloudPackage(pulumi.RunError):
     """A pool needs a provider package that is not installed: said as the pip command that installs it."""
+
+
+class MissingCloudCluster(pulumi.RunError):
+    """A cloud pool's node pool needs an input only the stack knows (the cluster it joins, EKS's node role and
+    subnets, AKS's resource group), and `GpuClusterArgs.cloud` does not give it: said before anything is registered,
+    where the provider SDK would stop `pulumi up` with a TypeError traceback halfway through the component."""
+
+
+# The CloudCluster fields each provider's SDK requires (pulumi-gcp NodePool: cluster; pulumi-aws NodeGroup:
+# clusterName, nodeRoleArn, subnetIds; pulumi-azure-native AgentPool: resourceName, resourceGroupName).
+REQUIRED_CLUSTER_FIELDS = {
+    "gke": ("cluster",),
+    "eks": ("cluster", "node_role_arn", "subnet_ids"),
+    "aks": ("cluster", "resource_group_name"),
+}
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,18 @@ def require_packages(specs: Sequence[NodePoolSpec]) -> None:
     with the pip command, not halfway through the component."""
     for provider in sorted({spec.provider for spec in specs} & set(EXTRAS)):
         _module(provider)
+
+
+def require_cluster_inputs(specs: Sequence[NodePoolSpec], target: CloudCluster) -> None:
+    """Every input the specs' providers require from the stack is given, or `pulumi up` stops naming what is missing."""
+    for spec in specs:
+        missing = [field for field in REQUIRED_CLUSTER_FIELDS.get(spec.provider, ()) if getattr(target, field) is None]
+        if missing:
+            raise MissingCloudCluster(
+                f"pool '{spec.pool}' is a {spec.provider} pool and GpuClusterArgs.cloud gives no "
+                f"{', '.join(missing)}: pass CloudCluster({', '.join(f'{field}=...' for field in missing)}) "
+                "(the stack's gpustack:cloud config, docs/cloud.md)"
+            )
 
 
 def cluster_inputs(spec: NodePoolSpec, target: CloudCluster) -> dict[str, Any]:
@@ -210,8 +238,8 @@ class GpuClusterArgs:
     accepted; useful when model downloads outlast pulumi-kubernetes' default 10-minute await."""
     cloud: CloudCluster | None = None
     """The cluster cloud pools join (its name, location, node role, subnets, resource group) and what they wait
-    for. None: every cloud pool's node pool is still registered, with only gpustack's inputs; Karpenter pools need
-    nothing more."""
+    for. None: only Karpenter pools can be registered; a GKE, EKS or AKS pool stops `pulumi up` naming the fields its
+    provider requires (MissingCloudCluster)."""
 
 
 class GpuCluster(pulumi.ComponentResource):
@@ -246,6 +274,7 @@ class GpuCluster(pulumi.ComponentResource):
             pulumi.log.warn(format_text(deploy.warnings, loaded.source_line))
         node_pools = deploy.plan.node_pools
         require_packages(node_pools)
+        require_cluster_inputs(node_pools, args.cloud or CloudCluster())
         super().__init__(TYPE, name, None, opts)
         self._args = args
 

@@ -1,22 +1,23 @@
 """`pulumi up` provisions the cloud pools: under `pulumi.runtime.set_mocks`, the Karpenter NodePool through
-pulumi-kubernetes, and the GKE, EKS and AKS node pools through a stand-in for each provider's package (pulumi-gcp,
--aws and -azure-native are optional extras, too large to install for the test suite): the stand-in is a Pulumi
-CustomResource of the real type token, so the registration, its inputs and its dependencies are Pulumi's own."""
+pulumi-kubernetes, and the GKE, EKS and AKS node pools through the real provider SDKs (pulumi-gcp, -aws and
+-azure-native, in the test extra). What is asserted is what the engine receives: the SDK's wire names (`nodeConfig`,
+`autoscaling.totalMaxNodeCount`, `scalingConfig`, AKS `vmSize`), not gpustack's Python argument names; that every
+nested key is a field of the SDK's input types is tests/test_cloud_sdk_inputs.py's walk."""
 
 from __future__ import annotations
 
 import json
 import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
+from pulumi_gcp.container import Cluster
 from test_deploy import Harness, start_harness
 
-from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs, MissingCloudPackage
+from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs, MissingCloudCluster, MissingCloudPackage
 
 TYPES = {
     "gke": "gcp:container/nodePool:NodePool",
@@ -24,26 +25,6 @@ TYPES = {
     "aks": "azure-native:containerservice:AgentPool",
 }
 KARPENTER = "kubernetes:karpenter.sh/v1:NodePool"
-
-
-def _stand_in(type_token: str) -> type:
-    class Resource(pulumi.CustomResource):
-        def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:
-            super().__init__(type_token, resource_name, inputs, opts)
-
-    return Resource
-
-
-@pytest.fixture
-def clouds(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module, attribute, provider in (
-        ("pulumi_gcp.container", "NodePool", "gke"),
-        ("pulumi_aws.eks", "NodeGroup", "eks"),
-        ("pulumi_azure_native.containerservice", "AgentPool", "aks"),
-    ):
-        fake = types.ModuleType(module)
-        setattr(fake, attribute, _stand_in(TYPES[provider]))
-        monkeypatch.setitem(sys.modules, module, fake)
 
 
 @pytest.fixture
@@ -74,9 +55,7 @@ def cloud_pool(name: str, provider: str, model: str, count: int) -> dict[str, An
     }
 
 
-def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(
-    harness: Harness, clouds: None, tmp_path: Path
-) -> None:
+def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(harness: Harness, tmp_path: Path) -> None:
     blueprint = write(
         tmp_path,
         cloud_pool("g", "gke", "L4", 1),
@@ -85,7 +64,7 @@ def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(
     )
 
     def program() -> None:
-        made = _stand_in("gcp:container/cluster:Cluster")("the-cluster")
+        made = Cluster("the-cluster", location="us-central1")
         target = CloudCluster(
             cluster="c1",
             location="us-central1",
@@ -104,22 +83,25 @@ def test_each_cloud_pool_registers_its_providers_node_pool_after_the_cluster(
         assert cluster_urn in registration.dependencies
         assert registration.parent.endswith("GpuCluster::gs")
     assert gke.inputs["cluster"] == "c1" and gke.inputs["location"] == "us-central1"
-    config = gke.inputs["node_config"]
-    assert config["machine_type"] == "g2-standard-4"
-    assert config["guest_accelerators"][0]["type"] == "nvidia-l4"
+    config = gke.inputs["nodeConfig"]
+    assert config["machineType"] == "g2-standard-4"
+    assert config["guestAccelerators"] == [
+        {"type": "nvidia-l4", "count": 1, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
+    ]
     assert config["taints"] == [{"key": "gpu", "value": "", "effect": "NO_SCHEDULE"}]
-    # The pool's totals (GKE's per-zone min/max would multiply them by the zones).
-    assert gke.inputs["autoscaling"] == {
-        "total_min_node_count": 1,
-        "total_max_node_count": 3,
-        "location_policy": "BALANCED",
-    }
-    assert eks.inputs["cluster_name"] == "c1" and eks.inputs["subnet_ids"] == ["s1"]
-    assert eks.inputs["instance_types"] == ["g5.xlarge"] and eks.inputs["ami_type"] == "AL2023_x86_64_NVIDIA"
-    assert eks.inputs["scaling_config"] == {"desired_size": 1, "min_size": 1, "max_size": 3}
-    assert aks.inputs["resource_name_"] == "c1" and aks.inputs["resource_group_name"] == "rg"
-    assert aks.inputs["vm_size"] == "Standard_NC4as_T4_v3" and aks.inputs["node_taints"] == ["gpu:NoSchedule"]
-    assert aks.inputs["node_labels"]["gpustack.io/pool"] == "a"
+    # The pool's totals (GKE's per-zone minNodeCount/maxNodeCount would multiply them by the zones).
+    assert gke.inputs["autoscaling"] == {"totalMinNodeCount": 1, "totalMaxNodeCount": 3, "locationPolicy": "BALANCED"}
+    assert "node_config" not in gke.inputs and "autoscaling" in gke.inputs  # wire names only
+    assert eks.inputs["clusterName"] == "c1" and eks.inputs["subnetIds"] == ["s1"]
+    assert eks.inputs["nodeRoleArn"] == "arn:role"
+    assert eks.inputs["instanceTypes"] == ["g5.xlarge"] and eks.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert eks.inputs["scalingConfig"] == {"desiredSize": 1, "minSize": 1, "maxSize": 3}
+    assert eks.inputs["taints"] == [{"key": "gpu", "effect": "NO_SCHEDULE"}]
+    assert aks.inputs["resourceName"] == "c1" and aks.inputs["resourceGroupName"] == "rg"
+    assert aks.inputs["agentPoolName"] == "a"
+    assert aks.inputs["vmSize"] == "Standard_NC4as_T4_v3" and aks.inputs["nodeTaints"] == ["gpu:NoSchedule"]
+    assert aks.inputs["nodeLabels"]["gpustack.io/pool"] == "a"
+    assert (aks.inputs["enableAutoScaling"], aks.inputs["minCount"], aks.inputs["maxCount"]) == (True, 1, 3)
 
 
 def test_a_karpenter_pool_registers_a_nodepool_object_with_the_kubernetes_provider(
@@ -148,7 +130,7 @@ def test_a_karpenter_pool_registers_a_nodepool_object_with_the_kubernetes_provid
 def test_a_missing_provider_package_is_named_with_its_extra(
     harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "pulumi_gcp.container", None)  # an import of it fails, installed or not
+    monkeypatch.setitem(sys.modules, "pulumi_gcp.container", None)  # an import of it fails, as where it is missing
     blueprint = write(tmp_path, cloud_pool("g", "gke", "L4", 1))
     with pytest.raises(MissingCloudPackage, match=r"pip install 'gpustack\[gke\]'"):
         harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint)))
@@ -159,9 +141,7 @@ STACKS = Path(__file__).resolve().parents[1] / "stacks"
 
 
 @pytest.mark.parametrize("provider", ["gke", "eks", "aks", "karpenter"])
-def test_each_providers_stack_provisions_its_blueprints_pools_with_its_config(
-    harness: Harness, clouds: None, provider: str
-) -> None:
+def test_each_providers_stack_provisions_its_blueprints_pools_with_its_config(harness: Harness, provider: str) -> None:
     import runpy
 
     import yaml
@@ -177,6 +157,26 @@ def test_each_providers_stack_provisions_its_blueprints_pools_with_its_config(
     assert sorted(r.name for r in made) == sorted(f"gpustack-node-pool-{p.name}" for p in blueprint.pools)
     cloud = config.get("gpustack:cloud", {})
     for registration in made:
-        key = {"gke": "cluster", "eks": "cluster_name", "aks": "resource_name_"}.get(provider)
+        key = {"gke": "cluster", "eks": "clusterName", "aks": "resourceName"}.get(provider)
         if key is not None:
             assert registration.inputs[key] == cloud["cluster"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "given", "missing"),
+    [
+        ("gke", {}, "cluster"),
+        ("eks", {"cluster": "c1", "subnet_ids": ["s1"]}, "node_role_arn"),
+        ("aks", {"cluster": "c1"}, "resource_group_name"),
+    ],
+)
+def test_a_cloud_pool_without_the_cluster_inputs_its_sdk_requires_stops_before_registering(
+    harness: Harness, tmp_path: Path, provider: str, given: dict[str, Any], missing: str
+) -> None:
+    """The real SDKs raise a TypeError ("Missing required property 'cluster'") in the middle of the component; gpustack
+    says which CloudCluster field the pool needs before anything is registered."""
+    model = {"gke": "L4", "eks": "A10G", "aks": "T4"}[provider]
+    blueprint = write(tmp_path, cloud_pool("p", provider, model, 1))
+    with pytest.raises(MissingCloudCluster, match=rf"pool 'p' is a {provider} pool .* gives no {missing}"):
+        harness.run(lambda: GpuCluster("gs", GpuClusterArgs(blueprint, cloud=CloudCluster(**given))))
+    assert harness.registrations() == []

@@ -1,21 +1,20 @@
 """examples/pulumi-fleet/fleet_stacks.py: one Pulumi stack per cluster of a fleet through the Automation API.
 
 Under Pulumi's mocks (as tests/test_deploy.py): each cluster's program registers the GpuCluster of that cluster's
-resolved blueprint and its own node pools. The Automation API's stacks are stood in for by a recorder (no CLI, no
-engine, no state here): the driver makes one stack per cluster, named after it, pointed at the kubeconfig context of
-the same name, and runs the action on each in the fleet's order.
+resolved blueprint and its own node pools (through the real pulumi-gcp, so the engine sees wire names). The
+Automation API's stacks are stood in for by a recorder (no CLI, no engine, no state here): the driver makes one stack
+per cluster, named after it, pointed at the kubeconfig context of the same name, and runs the action on each in the
+fleet's order.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import sys
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pulumi
 import pytest
 from conftest import BLUEPRINTS, CASES, REPO
 from test_deploy import Harness, start_harness
@@ -34,19 +33,6 @@ def load_example() -> types.ModuleType:
 
 
 @pytest.fixture
-def gke(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pulumi-gcp's NodePool stood in for (the extra is not installed here): its inputs are what is checked."""
-
-    class NodePool(pulumi.CustomResource):
-        def __init__(self, resource_name: str, opts: pulumi.ResourceOptions | None = None, **inputs: Any) -> None:
-            super().__init__(GKE_NODE_POOL, resource_name, inputs, opts)
-
-    fake = types.ModuleType("pulumi_gcp.container")
-    fake.NodePool = NodePool  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pulumi_gcp.container", fake)
-
-
-@pytest.fixture
 def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     yield from start_harness(monkeypatch)
 
@@ -60,7 +46,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     ],
 )
 def test_each_cluster_s_program_registers_its_resolved_blueprint(
-    harness: Harness, gke: None, cluster: str, pools: list[str], zones: list[str]
+    harness: Harness, cluster: str, pools: list[str], zones: list[str]
 ) -> None:
     example = load_example()
     (resolved,) = [c for c in example.resolved_clusters(FLEET) if c.name == cluster]
@@ -69,7 +55,7 @@ def test_each_cluster_s_program_registers_its_resolved_blueprint(
     assert component.name == cluster
     node_pools = harness.of_type(GKE_NODE_POOL)
     assert [r.name for r in node_pools] == [f"{cluster}-node-pool-{pool}" for pool in pools]
-    assert node_pools[0].inputs["node_locations"] == zones, node_pools[0].inputs
+    assert node_pools[0].inputs["nodeLocations"] == zones, node_pools[0].inputs
 
 
 @dataclass

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import pulumi
 from pulumi import automation as auto
 
-from gpustack.deploy import GpuCluster, GpuClusterArgs
+from gpustack.deploy import CloudCluster, GpuCluster, GpuClusterArgs
 from gpustack.escapes import printable
 from gpustack.fleet.reading import read_fleet
 from gpustack.fleet.resolve import ResolvedCluster, resolve_cluster
@@ -50,7 +50,9 @@ def cluster_program(name: str, blueprint: Blueprint) -> Callable[[], None]:
     """The Pulumi program of one cluster's stack: its GpuCluster, and its outputs exported."""
 
     def program() -> None:
-        cluster = GpuCluster(name, GpuClusterArgs(blueprint))
+        # The fleet's clusters are GKE clusters of the same name: their node pools join them (pulumi-gcp's NodePool
+        # requires the cluster; its location defaults to the provider's).
+        cluster = GpuCluster(name, GpuClusterArgs(blueprint, cloud=CloudCluster(cluster=name)))
         for key, value in cluster.outputs.items():
             pulumi.export(key, value)
 
