@@ -397,3 +397,48 @@ def test_a_template_adding_a_second_claim_is_gs606(tmp_path: Path) -> None:
     )
     [message] = with_template(tmp_path, extra)
     assert "resourceClaims other than gpustack's one claim from ResourceClaim gpu-test3-gpu" in message
+
+
+# --- simulate: a shared claim is allocated once, on one node -------------------------------------------------------
+
+
+def simulate_json(tmp_path: Path, text: str | None = None) -> dict[str, Any]:
+    import json
+
+    from click.testing import CliRunner
+
+    from gpustack.cli import group
+
+    result = CliRunner().invoke(group, ["simulate", str(copy_case(tmp_path, text)), "--output", "json"])
+    data: dict[str, Any] = json.loads(result.output)
+    return data
+
+
+def test_simulate_places_the_pods_of_a_shared_claim_on_its_node_and_counts_it_once(tmp_path: Path) -> None:
+    data = simulate_json(tmp_path)
+    assert data["pending"] == []
+    nodes = {w["name"]: {p["node"] for p in w["placements"]} for w in data["workloads"]}
+    assert len(nodes["gpu-test3"]) == 1 and len(nodes["gpu-test4"]) == 1  # both holders beside the claim's devices
+    pools = {p["name"]: {r["resource"]: r for r in p["resources"]} for p in data["pools"]}
+    # One device per workload: gpu-test3's and gpu-test4's two pods hold one claim each.
+    assert pools["h100"][f"claim:{CLASS}"]["requested"] == "4"
+    quota = next(q for q in data["quotas"] if q["namespace"] == "alpha" and q["quota"] == "gpustack-dra-devices")
+    used = {r["resource"]: r["used"] for r in quota["resources"]}
+    assert used[f"{CLASS}.deviceclass.resource.k8s.io/devices"] == "2"
+
+
+def test_simulate_keeps_holders_on_the_claims_node_when_it_fills(tmp_path: Path) -> None:
+    """Eight holders of one claim, each asking 32 CPUs: the claim's node takes what its CPUs allow and the rest wait,
+    though the other node is empty (its devices are not the claim's)."""
+    text = blueprint_text().replace("      replicas: 2\n", "      replicas: 8\n", 1)
+    text = text.replace(
+        'gpu: {count: 1, claim: {share: pods}}\n      resources: {cpu: "1", memory: 80Gi}',
+        'gpu: {count: 1, claim: {share: pods}}\n      resources: {cpu: "32", memory: 80Gi}',
+    )
+    text = text.replace(
+        "      allocation: dra\n", '      allocation: dra\n      nodeResources: {cpu: "100", memory: 2Ti}\n'
+    )
+    data = simulate_json(tmp_path, text)
+    [workload] = [w for w in data["workloads"] if w["name"] == "gpu-test3"]
+    assert len({p["node"] for p in workload["placements"]}) == 1
+    assert 0 < workload["placed"] < 8 and workload["pending"] == 8 - workload["placed"]

@@ -12,13 +12,17 @@ as UnschedulableAndUnresolvable (evicting pods frees no device in its dry run); 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustack.context import Context
 from gpustack.dra import load_facts, pool_classes
 from gpustack.model import NodePool
-from gpustack.simulate.pods import PodShape
+from gpustack.simulate.pods import PodShape, Requirement, Term
+
+if TYPE_CHECKING:  # cluster.py imports demand.py, which imports this module
+    from gpustack.simulate.cluster import Cluster
 
 PREFIX = "claim:"
 
@@ -48,32 +52,75 @@ def node_devices(ctx: Context, pool: NodePool) -> dict[str, int]:
 
 
 def templates_by_key(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    return {
-        (str(o["metadata"].get("namespace", "")), str(o["metadata"]["name"])): o
-        for o in objects
-        if o.get("kind") == "ResourceClaimTemplate"
-    }
+    """The plan's ResourceClaimTemplates by (namespace, name), and its shared ResourceClaims by (namespace,
+    `claim/<name>`): one lookup for both ways a pod holds a claim."""
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for o in objects:
+        if o.get("kind") in ("ResourceClaimTemplate", "ResourceClaim"):
+            prefix = "claim/" if o["kind"] == "ResourceClaim" else ""
+            found[(str(o["metadata"].get("namespace", "")), prefix + str(o["metadata"]["name"]))] = o
+    return found
+
+
+def shared_claim(spec: Mapping[str, Any], namespace: str) -> str | None:
+    """`namespace/name` of the ResourceClaim the pod holds by name (shared with the other pods that name it)."""
+    for claim in spec.get("resourceClaims") or ():
+        name = claim.get("resourceClaimName") if isinstance(claim, Mapping) else None
+        if name is not None:
+            return f"{namespace}/{name}"
+    return None
 
 
 def claimed_devices(
     spec: Mapping[str, Any], namespace: str, templates: Mapping[tuple[str, str], Mapping[str, Any]]
 ) -> dict[str, int]:
-    """Devices per class the pod's template claims ask for (ExactCount requests; v1 or the betas' shape).
+    """Devices per class the pod's claims ask for (ExactCount requests; v1 or the betas' shape): its own from a
+    template, and a shared ResourceClaim's (which the caller charges once, to the first pod holding it).
 
-    KeyError for a template the plan does not hold: the pod would wait for it forever."""
+    KeyError for a template or claim the plan does not hold: the pod would wait for it forever."""
     wanted: dict[str, int] = {}
     for claim in spec.get("resourceClaims") or ():
-        name = claim.get("resourceClaimTemplateName")
-        if name is None:
+        template_name, claim_name = claim.get("resourceClaimTemplateName"), claim.get("resourceClaimName")
+        if template_name is not None:
+            devices = templates[(namespace, str(template_name))]["spec"]["spec"]["devices"]
+        elif claim_name is not None:
+            devices = templates[(namespace, f"claim/{claim_name}")]["spec"]["devices"]
+        else:
             continue
-        template = templates[(namespace, str(name))]
-        for request in template["spec"]["spec"]["devices"].get("requests") or ():
+        for request in devices.get("requests") or ():
             exact = request.get("exactly", request)
             if exact.get("allocationMode", "ExactCount") != "ExactCount":
-                raise ValueError(f"claim template {name}: only ExactCount requests are simulated")
+                raise ValueError(f"claim {template_name or claim_name}: only ExactCount requests are simulated")
             resource = claim_resource(str(exact["deviceClassName"]))
             wanted[resource] = wanted.get(resource, 0) + int(exact.get("count", 1))
     return wanted
+
+
+# Per cluster (one per run): the node each shared ResourceClaim was allocated on, by its first holder's placement.
+_ALLOCATED: weakref.WeakKeyDictionary[Cluster, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def pinned(cluster: Cluster, shape: PodShape) -> PodShape:
+    """The shape restricted to the node its shared claim is allocated on (the DynamicResources plugin filters every
+    other node: the claim's devices are there); the shape itself for a claim not allocated yet, or none."""
+    if shape.shared_claim is None:
+        return shape
+    node = _ALLOCATED.get(cluster, {}).get(shape.shared_claim)
+    if node is None:
+        return shape
+    here = Term((Requirement("metadata.name", "In", (cluster.nodes[node].name,), field=True),))
+    terms = (
+        (here,)
+        if shape.required is None
+        else tuple(Term((*t.requirements, *here.requirements)) for t in shape.required)
+    )
+    return dataclasses.replace(shape, required=terms)
+
+
+def allocate(cluster: Cluster, shape: PodShape, node: int) -> None:
+    """Record where a pod's shared claim was allocated: its first holder's node."""
+    if shape.shared_claim is not None:
+        _ALLOCATED.setdefault(cluster, {}).setdefault(shape.shared_claim, node)
 
 
 def with_claims(shape: PodShape, devices: Mapping[str, int]) -> PodShape:

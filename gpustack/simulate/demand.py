@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Mapping
@@ -19,7 +20,7 @@ from typing import Any
 
 from gpustack.diagnostic import JsonPath
 from gpustack.model import Blueprint, Workload
-from gpustack.simulate.claims import claimed_devices, templates_by_key, with_claims
+from gpustack.simulate.claims import claimed_devices, shared_claim, templates_by_key, with_claims
 from gpustack.simulate.pods import PodShape, SpecError, parse_pod_spec
 from gpustack.simulate.scenario import RawPods, Scenario, WorkloadOverride
 
@@ -122,6 +123,7 @@ def build_demand(
     gangs: dict[str, GangSpec] = {}
     skipped: list[tuple[Workload, str]] = []
     candidates = _WorkloadObjects(objects)
+    charged: set[str] = set()  # shared claims whose devices a pod already holds
     for workload in blueprint.workloads:
         namespace = namespaces[workload.name]
         obj = candidates.find(workload, namespace)
@@ -135,9 +137,9 @@ def build_demand(
             # Stop one past the cap: 10**12 replicas must not be listed before they are counted.
             expanded = list(itertools.islice(_expand(obj, override, scale, gangs), MAX_PODS - len(pods) + 1))
             specs = {id(spec): spec for _, spec, _ in expanded}  # a workload's pods share one spec: parse it once
+            bases = {key: parse_pod_spec(spec) for key, spec in specs.items()}
             shapes = {
-                key: with_claims(parse_pod_spec(spec), claimed_devices(spec, namespace, templates))
-                for key, spec in specs.items()
+                key: with_claims(bases[key], claimed_devices(spec, namespace, templates)) for key, spec in specs.items()
             }
         except (SpecError, KeyError, TypeError, ValueError) as error:  # a user template can render anything
             skipped.append((workload, f"its compiled object cannot be read as pods: {error}"))
@@ -147,7 +149,13 @@ def build_demand(
                 f"more than {MAX_PODS} pods to simulate (workload '{workload.name}' adds {len(expanded)})"
             )
         for name, spec, gang in expanded:
-            pods.append(_pod(name, namespace, shapes[id(spec)], classes, source, gang, len(pods)))
+            held = shared_claim(spec, namespace)
+            # A shared ResourceClaim is allocated once: its devices are the first holder's, as its quota counts them.
+            shape = bases[id(spec)] if held is not None and held in charged else shapes[id(spec)]
+            if held is not None:  # every holder goes where the claim is allocated (simulate/claims.py)
+                charged.add(held)
+                shape = dataclasses.replace(shape, shared_claim=held)
+            pods.append(_pod(name, namespace, shape, classes, source, gang, len(pods)))
     for raw in scenario.pods if scenario is not None else ():
         shape, source = parse_pod_spec(raw.spec), _raw_source(raw)  # the scenario loader has checked the spec
         # A claim template the plan does not hold: the pod asks for no device gpustack knows.

@@ -105,6 +105,7 @@ class PodShape:
     priority_class: str | None = None
     scheduler_name: str = DEFAULT_SCHEDULER
     node_name: str | None = None  # spec.nodeName: bound at creation, past the scheduler, admitted by the kubelet
+    shared_claim: str | None = None  # `namespace/name` of a ResourceClaim held by name: its pods go where it is
     terminating: bool = False  # spec.activeDeadlineSeconds is set (the Terminating quota scope)
     claims: tuple[str, ...] = ()  # the PersistentVolumeClaims its volumes mount (VolumeBinding)
     containers: tuple[Container, ...] = ()  # each container's own amounts: LimitRanger judges them one by one

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
-from gpustack.simulate.claims import holds_claims
+from gpustack.simulate.claims import allocate, holds_claims, pinned
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import resource_verdict
@@ -58,13 +58,17 @@ def schedule_pod(
     """
     if not cluster.nodes:
         return Unplaced(NO_NODES, ())
+    shape = pinned(cluster, pod.shape)  # a shared claim already allocated: only its node
+    if shape is not pod.shape:
+        refusals = None  # a pinned shape is judged on this cluster's state only
     key = (id(pod.shape), pod.priority, pod.preempt_never)
     known = refusals.get(key) if refusals is not None else None
     if known is not None and known[0] == cluster.generation and known[1] is pod.shape:
         return known[2]
-    node, rejections = place(cluster, pod.shape, judge, most_allocated)
+    node, rejections = place(cluster, shape, judge, most_allocated)
     if node is not None:
         cluster.bind(pod, node)
+        allocate(cluster, pod.shape, node)
         return node
     unplaced = Unplaced(failed_scheduling(cluster, pod, rejections, version), tuple(rejections))
     if refusals is not None:
