@@ -301,3 +301,20 @@ def test_the_walk_catches_a_misspelt_nested_key_a_wrong_type_and_an_enum_value(
     assert mismatches("Premium_LRS", fields["osDiskType"], "p") == [
         "p: 'Premium_LRS' is not one of OSDiskType's ['Ephemeral', 'Managed']"
     ]
+
+
+def test_the_aks_disk_types_gpustack_accepts_are_the_sdk_s_os_disk_types(tmp_path: Path) -> None:
+    """GS317's list is pulumi-azure-native's OSDiskType: a diskType outside it (a GKE or EBS name carried over) is
+    refused at its line instead of reaching Azure as an osDiskType it refuses."""
+    from pulumi_azure_native.containerservice import OSDiskType
+
+    from gpustack.checks.cloud import AKS_DISK_TYPES
+    from gpustack.codes import AKS_DISK_TYPE
+    from gpustack.validation import validate_path
+
+    assert sorted(AKS_DISK_TYPES) == sorted(str(e.value) for e in OSDiskType)
+    path = tmp_path / "bp.yaml"
+    for disk, refused in (("Ephemeral", False), ("Managed", False), ("pd-ssd", True), ("gp3", True)):
+        path.write_text(VARIANTS["aks-spot-disk"].replace('"Ephemeral"', json.dumps(disk)))
+        codes = [d.code for d in validate_path(path).diagnostics]
+        assert (AKS_DISK_TYPE in codes) is refused, (disk, codes)

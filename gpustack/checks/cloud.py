@@ -22,6 +22,7 @@ from gpustack.cloud import (
     pool_machine,
 )
 from gpustack.codes import (
+    AKS_DISK_TYPE,
     CLOUD_DRIVER_CONFLICT,
     CLOUD_SELECTOR_ELSEWHERE,
     GKE_ZONE_COUNT,
@@ -272,6 +273,25 @@ def check_karpenter_disks(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+# An agent pool's osDiskType (https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update#osdisktype).
+AKS_DISK_TYPES = ("Managed", "Ephemeral")
+
+
+def check_aks_disk_type(ctx: Context) -> Iterator[Diagnostic]:
+    """AKS's diskType is the agent pool's osDiskType: Managed or Ephemeral, nothing else reaches Azure."""
+    for pool in ctx.blueprint.pools:
+        cloud = pool.cloud
+        if cloud is None or cloud.provider != "aks" or cloud.disk_type is None or cloud.disk_type in AKS_DISK_TYPES:
+            continue
+        yield ctx.error(
+            AKS_DISK_TYPE,
+            (*cloud.path, "diskType"),
+            f"AKS pool '{pool.name}': diskType {cloud.disk_type} is not an agent pool OS disk type "
+            f"({' or '.join(AKS_DISK_TYPES)}); Azure would refuse the agent pool",
+            "use diskType: Managed or diskType: Ephemeral, or leave it out",
+        )
+
+
 RULES = (
     check_cloud_machines,
     check_cloud_selectors,
@@ -279,4 +299,5 @@ RULES = (
     check_gke_counts,
     check_pods_fit_the_machine,
     check_karpenter_disks,
+    check_aks_disk_type,
 )
