@@ -131,12 +131,11 @@ CLOUD_SELECTOR_ELSEWHERE = _cloud(
 
 MIG_LAYOUT_AUTO = _recommend(
     "GS310",
-    "a MIG layout or a sharing strategy left to gpustack recommend (auto), which compile refuses",
-    "A MIG pool says `layout: auto`, or a pool says `sharing.strategy: auto`: its layouts (or its sharing: whole "
-    "GPUs, MIG or time-slicing) are for `gpustack recommend` to choose. `validate` accepts it (as a warning, checking "
-    "needs and quotas against whole GPUs and every profile the GPU has); `compile` and `validate --strict` refuse it, "
-    "so no layout nobody reviewed reaches a cluster.",
-    "Run `gpustack recommend BLUEPRINT --write`, review what it writes in place of auto, then compile.",
+    "a MIG layout left to gpustack recommend (layout: auto), which compile refuses",
+    "A MIG pool says `layout: auto`: its layouts are for `gpustack recommend` to choose. `validate` accepts it (as a "
+    "warning, checking needs and quotas against every profile the GPU has); `compile` and `validate --strict` refuse "
+    "it, so no layout nobody reviewed reaches a cluster.",
+    "Run `gpustack recommend BLUEPRINT --write`, review the layouts it writes in place of auto, then compile.",
 )
 
 RECOMMEND_NO_FIT = _recommend(
@@ -312,24 +311,4 @@ DRA_SCHEDULER = _dra(
     "without limit.",
     "Give the tenant `scheduler: default` on DRA pools (its quota becomes device counts per DeviceClass in a "
     "ResourceQuota), use a Job instead of a VolcanoJob, or keep the pool on `allocation: device-plugin`.",
-)
-
-MIG_TIME_SLICING_UNKNOWN_PROFILE = _sharing(
-    "GS425",
-    "time-slicing replicas for a MIG profile the pool's layout does not make, or for whole GPUs it does not leave",
-    "`mig.timeSlicing.replicas` gives a count to a profile that no layout of the pool makes, or to `whole` where no "
-    "group leaves GPUs whole. The device plugin replicates only resources the node advertises and ignores any other "
-    "name without a word, so the count would share nothing.",
-    "Name only profiles of the pool's layouts (and `whole` only beside a `whole: true` group); fix a misspelt "
-    "profile, or remove the entry.",
-)
-
-MIG_TIME_SLICING_AUTO_LAYOUT = _sharing(
-    "GS426",
-    "time-slicing replicas per MIG profile on a pool whose layout is left to `gpustack recommend`",
-    "`mig.timeSlicing.replicas` gives a count per profile on a pool with `layout: auto`: no layout says yet which "
-    "profiles the pool makes, so the counts cannot be checked, and recommend sizes the pool by one count for every "
-    "instance.",
-    "Give one count (`replicas: 2`) until `gpustack recommend --write` has chosen the layouts, then name a count per "
-    "profile.",
 )
