@@ -23,6 +23,7 @@ from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span
 from gpustack.model import (
     Allocation,
     Blueprint,
+    ClaimShare,
     NodePool,
     Scheduler,
     SharingStrategy,
@@ -160,9 +161,13 @@ class Context:
             if requests is None:
                 continue
             tenant = out.setdefault(workload.tenant, {})
+            # Pods sharing one DRA ResourceClaim (gpu.claim.share: pods) hold its devices together, and quota counts
+            # it once. (On a device-plugin pool gpu.claim is GS613, and this figure is never read past it.)
+            claim = workload.gpu.claim
+            holders = 1 if claim is not None and claim.share is ClaimShare.PODS else workload.pods
             for resource, amount in requests.items:
                 key = (workload.pool, resource)
-                tenant[key] = tenant.get(key, 0) + amount * workload.pods
+                tenant[key] = tenant.get(key, 0) + amount * holders
         return out
 
     def tenant_demand(self, tenant_name: str) -> dict[tuple[str, str], int]:

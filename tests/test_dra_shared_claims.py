@@ -364,6 +364,16 @@ def test_a_multi_node_workload_sharing_one_claim_is_gs615(tmp_path: Path, kind: 
     assert f"{kind} 'gpu-test3' shares one claim between its pods" in found.message
 
 
+def test_a_shared_claim_counts_once_against_the_tenants_quota(tmp_path: Path) -> None:
+    """Eight pods of gpu-test3 hold one device: within alpha's quota of 8 with gpu-test2's, no GS505 (quota below
+    demand), as the ResourceQuota counts the claim once; eight pods with their own claims would be 9."""
+    text = blueprint_text().replace("      replicas: 2\n", "      replicas: 8\n", 1)
+    assert [d.message for d in validate_path(copy_case(tmp_path, text)).diagnostics] == []
+    own = text.replace("claim: {share: pods}", "claim: {share: containers}")
+    [found] = [d for d in validate_path(copy_case(tmp_path, own)).diagnostics if d.code == "GS505"]
+    assert "request 9 nvidia.com/gpu in pool 'h100', its quota allows 8" in found.message
+
+
 # --- templates (GS606) ----------------------------------------------------------------------------------------------
 
 
