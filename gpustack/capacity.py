@@ -230,7 +230,7 @@ def _sharing_setting(pool: NodePool) -> str:
         return f"{sharing.strategy} x{sharing.replication.replicas}"
     if sharing.mig is not None and sharing.strategy is SharingStrategy.MIG:
         sliced = sharing.mig.time_slicing
-        return f"mig {sharing.mig.strategy}" + (f", time-sliced x{sliced.replicas}" if sliced is not None else "")
+        return f"mig {sharing.mig.strategy}" + (f", time-sliced {sliced.counts_text}" if sliced is not None else "")
     return str(sharing.strategy)
 
 
@@ -294,14 +294,17 @@ def _warnings(context: Context) -> list[tuple[str, str]]:
             out += _oversubscription_warnings(context, pool)
         mig = pool.sharing.mig
         if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
-            replicas = mig.time_slicing.replicas
-            out.append(
-                (
-                    pool.name,
-                    f"time-slicing does not isolate memory inside a MIG instance: each of the {replicas} pods "
-                    "sharing one instance may use all of its memory; the last to allocate fails out of memory",
-                )
+            sliced = mig.time_slicing
+            note = (
+                f"time-slicing does not isolate memory inside a MIG instance: each of the {sliced.replicas} pods "
+                "sharing one instance may use all of its memory; the last to allocate fails out of memory"
             )
+            if sliced.per_profile:  # each count named (GPUs left whole may be time-sliced too)
+                note = (
+                    f"time-slicing does not isolate memory: each of the pods sharing one MIG instance or GPU "
+                    f"({sliced.counts_text}) may use all of its memory; the last to allocate fails out of memory"
+                )
+            out.append((pool.name, note))
             out += _oversubscription_warnings(context, pool)
         hami = pool.sharing.hami
         if pool.sharing.strategy is SharingStrategy.HAMI and hami is not None and hami.memory_scaling > 1:

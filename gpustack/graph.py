@@ -84,7 +84,7 @@ def _sharing_line(pool: NodePool) -> str:
         sliced = sharing.mig.time_slicing
         renamed = ", renamed" if sliced is not None and sliced.rename_by_default else ""
         return f"MIG {sharing.mig.strategy}: {layouts}" + (
-            f" (time-sliced x{sliced.replicas}{renamed})" if sliced is not None else ""
+            f" (time-sliced {sliced.counts_text}{renamed})" if sliced is not None else ""
         )
     if sharing.replication is not None:
         renamed = ", renamed" if sharing.replication.rename_by_default else ""

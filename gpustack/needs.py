@@ -145,8 +145,9 @@ def _memory_ways_out(memory: Decimal, pool: NodePool, model: GpuModel) -> str:
 
 
 def _whole_gpus(offers: tuple[Offer, ...]) -> Offer | None:
-    """The whole GPUs a MIG pool's group leaves uncut (nvidia.com/gpu beside the slices), if any."""
-    return next((o for o in offers if o.profile is None and o.isolation is Isolation.EXCLUSIVE), None)
+    """The whole GPUs a MIG pool's group leaves uncut (nvidia.com/gpu beside the slices), if any: exclusive, or
+    time-sliced where mig.timeSlicing gives `whole` a count (nvidia.com/gpu.shared under renameByDefault)."""
+    return next((o for o in offers if o.profile is None and o.isolation in (Isolation.EXCLUSIVE, Isolation.NONE)), None)
 
 
 def _by_count(count: int, pool: NodePool, offers: tuple[Offer, ...]) -> Requests | Unfit:

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from gpustack.catalog import GpuModel
 from gpustack.mig import resource_name as mig_resource_name
-from gpustack.model import MigGroup, MigStrategy, NodePool, SharingStrategy
+from gpustack.model import MigGroup, MigStrategy, NodePool, Replication, SharingStrategy
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
@@ -97,23 +97,24 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     # GPUs a group leaves whole (MIG off) are plain GPUs to the plugin under the mixed strategy: nvidia.com/gpu.
     whole = sum(group_devices(group, pool.gpus_per_node) for group in mig.whole_groups)
     if whole and not single:  # single refuses such a node (a check says so): nothing to advertise
-        offers.append(Offer(GPU, whole, Decimal(model.memory_gib), Isolation.EXCLUSIVE, gpus=whole))
-    geometry = model.mig
+        offers.append(_whole_offer(model, whole, sliced))
     sliced = mig.time_slicing
+    geometry = model.mig
     for profile, units in counts.items():
         spec = geometry.profile(profile) if geometry is not None else None
         memory = Decimal(spec.memory_gb) if spec is not None else None
-        if sliced is not None and not single:
+        if sliced is not None and sliced.shares(profile) and not single:
             # Each instance advertised `replicas` times; the pods on one instance share its memory, unisolated.
             name = mig_resource_name(profile) + (SHARED_SUFFIX if sliced.rename_by_default else "")
             offers.append(
                 Offer(
+            replicas = sliced.replicas_for(profile)
                     name,
-                    units * sliced.replicas,
+                    units * replicas,
                     memory,
                     Isolation.NONE,
                     profile=profile,
-                    shared_by=sliced.replicas,
+                    shared_by=replicas,
                     gpus=hosts[profile] if split else None,
                 )
             )
@@ -127,6 +128,17 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
 
 def _auto_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     """layout: auto, before `gpustack recommend` chose: every profile as many times as one node could hold it.
+def _whole_offer(model: GpuModel, whole: int, sliced: Replication | None) -> Offer:
+    """The GPUs a mixed pool leaves whole: nvidia.com/gpu, time-sliced where mig.timeSlicing gives `whole` a count
+    (nvidia.com/gpu.shared under renameByDefault), as the plugin replicates any resource its config names."""
+    memory = Decimal(model.memory_gib)
+    if sliced is None or not sliced.shares(None):
+        return Offer(GPU, whole, memory, Isolation.EXCLUSIVE, gpus=whole)
+    replicas = sliced.replicas_for(None)
+    name = GPU_SHARED if sliced.rename_by_default else GPU
+    return Offer(name, whole * replicas, memory, Isolation.NONE, shared_by=replicas, gpus=whole)
+
+
 
     Needs resolve against this menu as they will against the chosen layouts (the smallest profile that holds a
     memory need), and quotas may name any profile; compile refuses the pool until real layouts replace auto.

@@ -1,5 +1,5 @@
 """Sharing rules the device plugins enforce at run time, caught before apply (GS401-GS407, GS409; GS024, GS025:
-one device-plugin or MIG config name, one config)."""
+one device-plugin or MIG config name, one config; GS425, GS426: time-slicing counts per MIG profile)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from gpustack.codes import (
     HAMI_SETTINGS_DIFFER,
     MEMORY_OVERSUBSCRIBED,
     MIG_CONFIG_NAME_SHARED,
+    MIG_TIME_SLICING_AUTO_LAYOUT,
+    MIG_TIME_SLICING_UNKNOWN_PROFILE,
     MPS_TOO_MANY_CLIENTS,
     MPS_WITH_MIG,
     MPS_WITHOUT_GFD,
@@ -21,7 +23,16 @@ from gpustack.codes import (
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import HamiSharing, NodePool, SharingStrategy
+from gpustack.model import (
+    WHOLE_GPUS,
+    Allocation,
+    HamiSharing,
+    MigSharing,
+    MigStrategy,
+    NodePool,
+    Replication,
+    SharingStrategy,
+)
 from gpustack.names import HAMI_NODE_LABELS, MIG_DISABLED_CONFIG, OWNED_NODE_LABELS
 from gpustack.quantity import format_gib
 
@@ -78,7 +89,9 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
         if replication is None:
             continue
         path = (*replication.path, "replicas")
-        if replication.replicas < 2:
+        if replication.per_profile:
+            yield from _too_few_per_profile(ctx, pool, replication)
+        elif replication.replicas < 2:
             yield ctx.error(
                 TOO_FEW_REPLICAS,
                 path,
@@ -100,6 +113,70 @@ def check_replicas(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
+def _too_few_per_profile(ctx: Context, pool: NodePool, replication: Replication) -> Iterator[Diagnostic]:
+    for profile, count in replication.per_profile:
+        if count >= 2:
+            continue
+        what = "the GPUs it leaves whole" if profile == WHOLE_GPUS else f"its {profile} MIG instances"
+        yield ctx.error(
+            TOO_FEW_REPLICAS,
+            (*replication.path, "replicas", profile),
+            f"MIG time-slicing in pool '{pool.name}' gives {what} {count} replica; the device plugin requires at "
+            "least 2 ('number of replicas must be >= 2') and fails to start",
+            f"use replicas >= 2, or remove '{profile}' from the mapping so "
+            + ("those GPUs stay whole" if profile == WHOLE_GPUS else "each pod gets an instance of its own"),
+        )
+
+
+def check_mig_time_slicing_profiles(ctx: Context) -> Iterator[Diagnostic]:
+    """Each count of mig.timeSlicing.replicas names a profile the layouts make, or `whole` beside whole GPUs."""
+    for pool in ctx.blueprint.pools:
+        mig = pool.sharing.mig
+        sliced = mig.time_slicing if mig is not None else None
+        if pool.sharing.strategy is not SharingStrategy.MIG or mig is None or sliced is None:
+            continue
+        # Under single (GS304) or on a DRA pool (GS420) mig.timeSlicing is refused whole: one error, not one a count.
+        if not sliced.per_profile or mig.strategy is MigStrategy.SINGLE or pool.allocation is Allocation.DRA:
+            continue
+        if mig.auto:
+            yield ctx.error(
+                MIG_TIME_SLICING_AUTO_LAYOUT,
+                (*sliced.path, "replicas"),
+                f"pool '{pool.name}' gives time-slicing counts per MIG profile, but its layout is left to gpustack "
+                "recommend (layout: auto): no layout says yet which profiles the pool makes",
+                "give one count (replicas: 2) until `gpustack recommend --write` has chosen the layouts, then a "
+                "count per profile",
+                key=True,
+            )
+            continue
+        yield from _unmade_profiles(ctx, pool.name, mig, sliced)
+
+
+def _unmade_profiles(ctx: Context, pool: str, mig: MigSharing, sliced: Replication) -> Iterator[Diagnostic]:
+    made = list(dict.fromkeys(profile for group in mig.cut_groups for profile in group.instances))
+    offered = ", ".join(made) + (f"; groups leave GPUs {WHOLE_GPUS}" if mig.whole_groups else "")
+    for profile, _ in sliced.per_profile:
+        where = (*sliced.path, "replicas", profile)
+        if profile == WHOLE_GPUS and not mig.whole_groups:
+            yield ctx.error(
+                MIG_TIME_SLICING_UNKNOWN_PROFILE,
+                where,
+                f"pool '{pool}' time-slices the GPUs it leaves '{WHOLE_GPUS}', but no group of its layout leaves "
+                "GPUs whole: every GPU is MIG-enabled, so the device plugin has no nvidia.com/gpu to replicate",
+                f"remove '{WHOLE_GPUS}', or leave some GPUs whole (a group with whole: true)",
+                key=True,
+            )
+        elif profile != WHOLE_GPUS and profile not in made:
+            yield ctx.error(
+                MIG_TIME_SLICING_UNKNOWN_PROFILE,
+                where,
+                f"pool '{pool}' time-slices MIG profile '{profile}', which its layout does not make: the device "
+                "plugin ignores a resource the node does not advertise, so the count shares nothing",
+                f"the layout makes {offered}" if made else "give the pool a layout first",
+                key=True,
+            )
+
+
 def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
     for fact in ctx.oversubscriptions:
         workload, replicas = fact.workload, fact.replicas
@@ -114,14 +191,19 @@ def check_memory_oversubscription(ctx: Context) -> Iterator[Diagnostic]:
                 "out-of-memory. Lower mig.timeSlicing.replicas, or drop mig.timeSlicing so each pod gets its instance",
             )
             continue
+        whole = fact.pool.sharing.strategy is SharingStrategy.MIG  # a GPU a mixed MIG pool leaves whole
         yield ctx.warning(
             MEMORY_OVERSUBSCRIBED,
             (*workload.gpu.path, "memory"),
             f"workload '{workload.name}' needs {format_gib(fact.need)} of GPU memory; pool '{fact.pool.name}' "
-            f"time-slices each {fact.model.key} {replicas} ways, so {replicas} such pods can land on one GPU and ask "
-            f"for {format_gib(fact.total)} of its {fact.model.memory_gib} GiB",
+            f"time-slices each {'whole ' if whole else ''}{fact.model.key} {replicas} ways, so {replicas} such pods "
+            f"can land on one GPU and ask for {format_gib(fact.total)} of its {fact.model.memory_gib} GiB",
             "time-slicing does not isolate memory: the pods that come last fail with out-of-memory. Lower "
-            "timeSlicing.replicas, or use MIG or HAMi for memory isolation",
+            + (
+                f"mig.timeSlicing.replicas.{WHOLE_GPUS}, or remove it so the whole GPUs are not shared"
+                if whole
+                else "timeSlicing.replicas, or use MIG or HAMi for memory isolation"
+            ),
         )
 
 
@@ -264,6 +346,7 @@ RULES = (
     check_mig_config_names_agree,
     check_mps_with_mig,
     check_replicas,
+    check_mig_time_slicing_profiles,
     check_memory_oversubscription,
     check_mps_needs_gfd,
     check_owned_labels,

@@ -75,12 +75,13 @@ def check_shared_request_size(ctx: Context) -> Iterator[Diagnostic]:
         )
         mig = pool.sharing.mig
         if pool.sharing.strategy is SharingStrategy.MIG and mig is not None and mig.time_slicing is not None:
-            # Only the MIG instances are replicated: a request for the pool's whole GPUs is not a shared one.
+            # Only what mig.timeSlicing replicates is shared: the instances it names, and whole GPUs where it names
+            # `whole`; a request for an unshared resource of the pool is not a shared one.
             requests = ctx.requests.get(workload.name)
             offer = offer_for(ctx.offers.get(pool.name, ()), requests.gpu_resource) if requests is not None else None
             if offer is None or offer.shared_by < 2:
                 continue
-            replication, kind = mig.time_slicing, "MIG time-slicing"
+            replication, kind = mig.time_slicing, ("MIG time-slicing" if offer.profile is not None else "time-slicing")
         if replication is None:
             continue
         if replication.fail_requests_greater_than_one:

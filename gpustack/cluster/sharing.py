@@ -13,6 +13,8 @@ from typing import Any
 from gpustack.catalog import GpuModel
 from gpustack.cluster.labels import COUNT, GPU_RESOURCE, MIG_STRATEGY, REPLICAS, SHARING_STRATEGY, current_profile
 from gpustack.cluster.snapshot import SnapshotNode
+from gpustack.mig import resource_name as mig_resource_name
+from gpustack.model import WHOLE_GPUS
 from gpustack.names import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -86,42 +88,82 @@ def _mig_groups(entries: list[Any], gpus: int, model: GpuModel | None) -> list[d
     return groups if any("layout" in group for group in groups) else None
 
 
+def _sliceable(mig: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
+    """The resource name of each profile the pool's layouts make (resource -> profile, in layout order), and whether a
+    group leaves GPUs whole: what the device plugin advertises, so all it can time-slice."""
+    groups = mig.get("groups")
+    layouts = [mig.get("layout")] if not isinstance(groups, list) else [g.get("layout") for g in groups]
+    profiles = dict.fromkeys(p for layout in layouts if isinstance(layout, dict) for p in layout)
+    whole = isinstance(groups, list) and any(isinstance(g, dict) and g.get("whole") is True for g in groups)
+    return {mig_resource_name(str(p)): str(p) for p in profiles}, whole
+
+
+def _replicas_field(counts: dict[str, int], resources: dict[str, str]) -> int | dict[str, int]:
+    """One count where every profile of the layout has the same and whole GPUs none (the form gpustack writes for
+    it), else the mapping, whole first and then the profiles in layout order, as NVIDIA's page writes them."""
+    values = set(counts.values())
+    if WHOLE_GPUS not in counts and set(counts) == set(resources.values()) and len(values) == 1:
+        return values.pop()
+    order = [WHOLE_GPUS, *resources.values()]
+    return {key: counts[key] for key in order if key in counts}
+
+
 def mig_time_slicing(
-    node: SnapshotNode, plugin_config: Mapping[str, Any] | None, guesses: list[str]
+    node: SnapshotNode, plugin_config: Mapping[str, Any] | None, guesses: list[str], mig: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """mig.timeSlicing from the plugin config's replicated nvidia.com/mig-* resources, or else GFD's per-profile
-    replicas labels; None where the MIG instances are not time-sliced."""
+    """mig.timeSlicing from the plugin config's replicated nvidia.com/mig-* (and, beside GPUs left whole,
+    nvidia.com/gpu) resources, or else GFD's replicas labels; None where nothing of the pool is time-sliced.
+
+    Only what the pool's layouts advertise counts: NVIDIA's own example config names every profile of the GPU, and
+    the plugin ignores the ones a node does not make.
+    """
+    resources, whole = _sliceable(mig)
     sharing = plugin_config.get("sharing") if plugin_config is not None else None
     block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
-    resources = block.get("resources") if isinstance(block, dict) else None
-    if isinstance(block, dict) and isinstance(resources, list):
-        replicas = [
-            int(r["replicas"])
-            for r in resources
-            if isinstance(r, dict)
-            and str(r.get("name", "")).startswith(MIG_RESOURCE_PREFIX)
-            and isinstance(r.get("replicas"), int)
-        ]
-        if replicas:
+    listed = block.get("resources") if isinstance(block, dict) else None
+    if isinstance(block, dict) and isinstance(listed, list):
+        counts: dict[str, int] = {}
+        unmade: list[str] = []
+        for entry in listed:
+            if not isinstance(entry, dict) or not isinstance(entry.get("replicas"), int):
+                continue
+            name = str(entry.get("name", ""))
+            if name in resources:
+                counts[resources[name]] = int(entry["replicas"])
+            elif name == GPU_RESOURCE and whole:
+                counts[WHOLE_GPUS] = int(entry["replicas"])
+            else:
+                unmade.append(name)
+        if unmade:
+            guesses.append(
+                f"mig.timeSlicing: the device plugin config '{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' "
+                f"also time-slices {', '.join(unmade)}, which the node does not advertise (the plugin ignores them); "
+                "left out"
+            )
+        if counts:
             return {
-                "replicas": max(replicas),
+                "replicas": _replicas_field(counts, resources),
                 "renameByDefault": bool(block.get("renameByDefault", False)),
                 "failRequestsGreaterThanOne": bool(block.get("failRequestsGreaterThanOne", False)),
             }
-    labelled = [
-        int(value)
-        for key, value in node.labels
-        if key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(".replicas") and value.isdigit()
-    ]
-    if not labelled or max(labelled) < 2:
+    labelled = {
+        profile: int(value)
+        for resource, profile in resources.items()
+        if (value := node.label(f"{resource}.replicas")) is not None and value.isdigit() and int(value) > 1
+    }
+    whole_replicas = int_label(node, REPLICAS) if whole else None
+    if whole_replicas is not None and whole_replicas > 1:
+        labelled[WHOLE_GPUS] = whole_replicas  # GFD labels the GPUs left whole as full GPUs: gpu.replicas
+    if not labelled:
         return None
     renamed = any(name.startswith(MIG_RESOURCE_PREFIX) and name.endswith(".shared") for name, _ in node.allocatable)
+    renamed = renamed or node.allocatable_map.get(f"{GPU_RESOURCE}.shared") is not None
     guesses.append(
         f"mig.timeSlicing: from GFD's nvidia.com/mig-*.replicas labels (the device plugin config "
         f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); failRequestsGreaterThanOne "
         "is gpustack's default"
     )
-    return {"replicas": max(labelled), "renameByDefault": renamed}
+    return {"replicas": _replicas_field(labelled, resources), "renameByDefault": renamed}
 
 
 def mig_sharing(

@@ -312,3 +312,23 @@ DRA_SCHEDULER = _dra(
     "Give the tenant `scheduler: default` on DRA pools (its quota becomes device counts per DeviceClass in a "
     "ResourceQuota), use a Job instead of a VolcanoJob, or keep the pool on `allocation: device-plugin`.",
 )
+
+MIG_TIME_SLICING_UNKNOWN_PROFILE = _sharing(
+    "GS425",
+    "time-slicing replicas for a MIG profile the pool's layout does not make, or for whole GPUs it does not leave",
+    "`mig.timeSlicing.replicas` gives a count to a profile that no layout of the pool makes, or to `whole` where no "
+    "group leaves GPUs whole. The device plugin replicates only resources the node advertises and ignores any other "
+    "name without a word, so the count would share nothing.",
+    "Name only profiles of the pool's layouts (and `whole` only beside a `whole: true` group); fix a misspelt "
+    "profile, or remove the entry.",
+)
+
+MIG_TIME_SLICING_AUTO_LAYOUT = _sharing(
+    "GS426",
+    "time-slicing replicas per MIG profile on a pool whose layout is left to `gpustack recommend`",
+    "`mig.timeSlicing.replicas` gives a count per profile on a pool with `layout: auto`: no layout says yet which "
+    "profiles the pool makes, so the counts cannot be checked, and recommend sizes the pool by one count for every "
+    "instance.",
+    "Give one count (`replicas: 2`) until `gpustack recommend --write` has chosen the layouts, then name a count per "
+    "profile.",
+)

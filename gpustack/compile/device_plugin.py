@@ -86,17 +86,40 @@ def build_config(flags: DevicePluginFlags, pool: NodePool | None) -> Object:
     if strategy is SharingStrategy.MIG and sharing is not None and sharing.mig is not None:
         sliced = sharing.mig.time_slicing
         if sliced is not None:
-            config["sharing"] = {"timeSlicing": _replicated(sliced, mig_resources(sharing.mig))}
+            config["sharing"] = {"timeSlicing": _replicated_mig(sliced, sharing.mig)}
     return config
 
 
 def mig_resources(mig: MigSharing) -> tuple[str, ...]:
     """The mixed strategy's resource per profile the layouts make, in the order the blueprint first names them.
 
-    Only these are time-sliced: the plugin replicates only names it advertises, and whole GPUs stay whole.
+    Only these are time-sliced by one count: the plugin replicates only names it advertises, and whole GPUs stay
+    whole.
     """
-    profiles = dict.fromkeys(profile for group in mig.cut_groups for profile in group.instances)
-    return tuple(mig_resource_name(profile) for profile in profiles)
+    return tuple(mig_resource_name(profile) for profile in _profiles(mig))
+
+
+def _profiles(mig: MigSharing) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(profile for group in mig.cut_groups for profile in group.instances))
+
+
+def mig_replicated(mig: MigSharing) -> tuple[tuple[str, int], ...]:
+    """(resource, replicas) the plugin config time-slices on a mixed MIG pool, in the order NVIDIA's time-slicing
+    page writes them: nvidia.com/gpu for the GPUs left whole first, then each profile as the layouts first name it.
+
+    One count: every profile the layouts make. A count per profile: the profiles named (the checks hold each to the
+    layouts, GS425) and the whole GPUs where `whole` is named and a group leaves GPUs whole.
+    """
+    sliced = mig.time_slicing
+    if sliced is None:
+        return ()
+    if not sliced.per_profile:
+        return tuple((name, sliced.replicas) for name in mig_resources(mig))
+    out: list[tuple[str, int]] = []
+    if mig.whole_groups and sliced.shares(None):
+        out.append((GPU, sliced.replicas_for(None)))
+    out += [(mig_resource_name(p), sliced.replicas_for(p)) for p in _profiles(mig) if sliced.shares(p)]
+    return tuple(out)
 
 
 def _flags(flags: DevicePluginFlags, mig_strategy: str, *, mps: bool) -> Object:
@@ -122,12 +145,20 @@ def _flags(flags: DevicePluginFlags, mig_strategy: str, *, mps: bool) -> Object:
     return out
 
 
-def _replicated(replication: Replication, resources: tuple[str, ...] = (GPU,)) -> Object:
+def _replicated(replication: Replication) -> Object:
+    return _sharing_block(replication, ((GPU, replication.replicas),))
+
+
+def _replicated_mig(replication: Replication, mig: MigSharing) -> Object:
+    return _sharing_block(replication, mig_replicated(mig))
+
+
+def _sharing_block(replication: Replication, resources: tuple[tuple[str, int], ...]) -> Object:
     # `rename` and `devices` are left out: the plugin discards both at start-up (only renameByDefault works).
     return {
         "renameByDefault": replication.rename_by_default,
         "failRequestsGreaterThanOne": replication.fail_requests_greater_than_one,
-        "resources": [{"name": name, "replicas": replication.replicas} for name in resources],
+        "resources": [{"name": name, "replicas": replicas} for name, replicas in resources],
     }
 
 
@@ -144,7 +175,8 @@ def describe_setup(pool: NodePool) -> str:
         sliced = sharing.mig.time_slicing
         if sliced is None:
             return base
-        return f"{base}-time-slicing-{sliced.replicas}" + ("-renamed" if sliced.rename_by_default else "")
+        counts = "per-profile" if sliced.per_profile else str(sliced.replicas)
+        return f"{base}-time-slicing-{counts}" + ("-renamed" if sliced.rename_by_default else "")
     return DEFAULT_CONFIG_KEY
 
 

@@ -103,7 +103,9 @@ def _sharing(fields: Fields, sharing: Sharing) -> None:
                     _put(fields, f"sharing.mig.groups[{index}].layout", dict(group.layout))
         sliced = sharing.mig.time_slicing
         if sliced is not None:
-            _put(fields, "sharing.mig.timeSlicing.replicas", sliced.replicas)
+            # A count per profile reads as the mapping written, so a changed count shows as that profile's change.
+            replicas = dict(sliced.per_profile) if sliced.per_profile else sliced.replicas
+            _put(fields, "sharing.mig.timeSlicing.replicas", replicas)
             _put(fields, "sharing.mig.timeSlicing.renameByDefault", sliced.rename_by_default)
             _put(fields, "sharing.mig.timeSlicing.failRequestsGreaterThanOne", sliced.fail_requests_greater_than_one)
     if sharing.hami is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpustack.context import Context
 from gpustack.diagnostic import JsonPath
-from gpustack.model import NodePool, Tenant
+from gpustack.model import NodePool, SharingStrategy, Tenant
 from gpustack.names import GFD_PRODUCT_LABEL, POOL_LABEL
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.simulate.claims import display_name
@@ -183,8 +183,10 @@ def _affinity_hint(pod: Pod, pool: NodePool | None, node: Node, context: Context
 def _product_note(have: str, wanted: Iterable[str], pool: NodePool, context: Context) -> str:
     for value in wanted:
         if have.startswith(value + "-SHARED"):
+            # A mixed MIG pool's whole GPUs are -SHARED when mig.timeSlicing time-slices them.
+            how = "time-slicing" if pool.sharing.strategy is SharingStrategy.MIG else pool.sharing.strategy
             return (
-                f": GPU Feature Discovery appends -SHARED to the product of a GPU shared by {pool.sharing.strategy} "
+                f": GPU Feature Discovery appends -SHARED to the product of a GPU shared by {how} "
                 f"(pool '{pool.name}', renameByDefault false), without renaming the resource; select "
                 f"{POOL_LABEL}={pool.name}, which sharing never changes, or set renameByDefault: true"
             )

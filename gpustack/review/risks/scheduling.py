@@ -38,6 +38,8 @@ def naming(pool: NodePool) -> tuple[str, bool, str | None]:
         # Time-sliced instances keep their names unless renamed (mig-1g.10gb -> mig-1g.10gb.shared).
         rename = sharing.mig.time_slicing.rename_by_default
         mig += " time-sliced"
+        if sharing.mig.time_slicing.per_profile:  # under renameByDefault, which names get .shared
+            mig += " (" + ", ".join(sorted(profile for profile, _ in sharing.mig.time_slicing.per_profile)) + ")"
     return (str(sharing.strategy), rename, mig)
 
 
