@@ -9,9 +9,12 @@ NodeAffinity with nodeSelector, NodeResourcesFit) and scores (PreferNoSchedule, 
 least-allocated), Volcano's gangs (packed with spec.volcano.binpack, else spread), priority order,
 and the messages of both; KAI Scheduler's queue limits and over-quota placement for `scheduler: kai` tenants
 (simulate/kai.py, in KAI's words, from the compiled Queues).
-Not modelled, so a pod placed here can still pend for these: LimitRange defaults and maxima, Kueue
-admission, Volcano queue capability, per-GPU packing of HAMi and MIG slices inside a node (units
-are counted per node, as the scheduler counts them), pod (anti-)affinity and topology spread,
+LimitRanger's min/max per container (refused at creation, before quota), VolumeBinding's missing PVC (when a snapshot
+lists claims), DRA classes serving extended resources from 1.36.
+Not modelled, so a pod placed here can still pend for these: LimitRange defaults in what quota and the scheduler
+count, Pod-level LimitRange items, Kueue admission, Volcano queue capability, per-GPU packing of HAMi and MIG
+slices inside a node (units are counted per node, as the scheduler counts them), pod (anti-)affinity and topology
+spread,
 DaemonSet pods taking a node's pod slots (unless a cluster snapshot shows them bound), and Volcano gang
 members as preemption victims.
 With a cluster snapshot, pods already bound keep their nodes; kube-scheduler's default preemption picks
