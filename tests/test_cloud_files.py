@@ -41,11 +41,10 @@ def test_the_gke_file_is_terraform_through_and_through() -> None:
 
 
 def test_the_eksctl_file_spells_taints_and_ami_family_as_eksctl_does() -> None:
-    written = files(cloud_pool("e", "eks", "L4"), cloud_pool("b", "eks", "L4", imageType="BOTTLEROCKET_x86_64_NVIDIA"))
+    # (A Bottlerocket NVIDIA AMI is refused on a GPU pool, GS318: its own device plugin would be a second one.)
+    written = files(cloud_pool("e", "eks", "L4"))
     text = written["cloud/e.eks.yaml"]
     assert "eksctl" in text.splitlines()[0]
     [group] = yaml.safe_load(text)["managedNodeGroups"]
     assert group["taints"] == TAINT  # NoSchedule, not the EKS API's NO_SCHEDULE
     assert group["amiFamily"] == "AmazonLinux2023"
-    [bottlerocket] = yaml.safe_load(written["cloud/b.eks.yaml"])["managedNodeGroups"]
-    assert bottlerocket["amiFamily"] == "Bottlerocket"

@@ -15,7 +15,7 @@ from typing import Any
 
 from builders import blueprint, sourceless
 
-from gpustack.codes import CLOUD_DRIVER_CONFLICT, GKE_ZONE_COUNT
+from gpustack.codes import BOTTLEROCKET_DEVICE_PLUGIN, CLOUD_DRIVER_CONFLICT, GKE_ZONE_COUNT
 from gpustack.compile import compile_blueprint
 from gpustack.compile.cloud import node_pool_specs
 from gpustack.compile.gpu_operator import build_values
@@ -146,9 +146,17 @@ def test_eks_and_karpenter_nvidia_amis_turn_the_operators_driver_and_toolkit_off
         assert "operator" not in values and "hostPaths" not in values
 
 
-def test_eks_takes_a_bottlerocket_nvidia_ami() -> None:
-    bottlerocket = pool("eks", "L4", 1, minNodes=0, maxNodes=1, cloud={"imageType": "BOTTLEROCKET_x86_64_NVIDIA"})
-    assert args_of(bottlerocket)["ami_type"] == "BOTTLEROCKET_x86_64_NVIDIA"
+def test_eks_refuses_a_bottlerocket_nvidia_ami_whose_own_device_plugin_would_be_a_second_one() -> None:
+    """Bottlerocket's NVIDIA variants bundle the NVIDIA device plugin (the EKS accelerated-AMI page; eksctl skips its
+    plugin there), and gpustack's stack runs one on the pool: refused at the image, with AL2023's NVIDIA AMI as the
+    hint (the driver and toolkit, no plugin). Both stacks: the chart's plugin and the operator's."""
+    for stack in ({}, OPERATOR):
+        bottlerocket = pool("eks", "L4", 1, minNodes=0, maxNodes=1, cloud={"imageType": "BOTTLEROCKET_x86_64_NVIDIA"})
+        [(code, path, hint)] = diagnostics(bottlerocket, **stack)
+        assert (code, path) == (BOTTLEROCKET_DEVICE_PLUGIN, "spec.nodePools.0.cloud.imageType")
+        assert hint.startswith("imageType: AL2023_x86_64_NVIDIA")
+    al2023 = pool("eks", "L4", 1, minNodes=0, maxNodes=1, cloud={"imageType": "AL2023_x86_64_NVIDIA"})
+    assert diagnostics(al2023) == []
 
 
 def test_eks_with_the_operators_toolkit_is_refused_at_the_setting() -> None:

@@ -189,8 +189,8 @@ VARIANTS = {
         },
         stack="gpu-operator",
     ),
-    # EKS: spot, disk size, Bottlerocket, a fixed count, a CPU-only group.
-    "eks-spot-bottlerocket": blueprint(
+    # EKS: spot, disk size, an image type, a fixed count, a CPU-only group.
+    "eks-spot-image": blueprint(
         {
             "name": "l4",
             "gpu": {"model": "L4", "count": 1},
@@ -199,7 +199,7 @@ VARIANTS = {
                 "machineType": "g6.xlarge",
                 "spot": True,
                 "diskGb": 100,
-                "imageType": "BOTTLEROCKET_x86_64_NVIDIA",
+                "imageType": "AL2023_x86_64_NVIDIA",
             },
             "minNodes": 0,
             "maxNodes": 4,

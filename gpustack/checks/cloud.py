@@ -23,6 +23,7 @@ from gpustack.cloud import (
 )
 from gpustack.codes import (
     AKS_DISK_TYPE,
+    BOTTLEROCKET_DEVICE_PLUGIN,
     CLOUD_DRIVER_CONFLICT,
     CLOUD_SELECTOR_ELSEWHERE,
     GKE_ZONE_COUNT,
@@ -292,6 +293,23 @@ def check_aks_disk_type(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+def check_bottlerocket_device_plugin(ctx: Context) -> Iterator[Diagnostic]:
+    """Bottlerocket's NVIDIA AMIs bring a device plugin; gpustack's stack brings another (GS318)."""
+    for pool in ctx.blueprint.pools:
+        cloud = pool.cloud
+        if cloud is None or cloud.provider != "eks" or pool.gpu is None or cloud.image_type is None:
+            continue
+        if not cloud.image_type.startswith("BOTTLEROCKET_"):
+            continue
+        yield ctx.error(
+            BOTTLEROCKET_DEVICE_PLUGIN,
+            (*cloud.path, "imageType"),
+            f"EKS pool '{pool.name}': {cloud.image_type} runs Bottlerocket's own NVIDIA device plugin, and "
+            "gpustack's stack runs one on the pool too: two device plugins would advertise the same GPUs",
+            "imageType: AL2023_x86_64_NVIDIA (AL2023_ARM_64_NVIDIA on Graviton): driver and toolkit, no plugin",
+        )
+
+
 RULES = (
     check_cloud_machines,
     check_cloud_selectors,
@@ -300,4 +318,5 @@ RULES = (
     check_pods_fit_the_machine,
     check_karpenter_disks,
     check_aks_disk_type,
+    check_bottlerocket_device_plugin,
 )

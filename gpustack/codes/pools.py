@@ -206,6 +206,19 @@ AKS_DISK_TYPE = _cloud(
     "Use `diskType: Managed` or `diskType: Ephemeral`, or leave it out for AKS's default.",
 )
 
+BOTTLEROCKET_DEVICE_PLUGIN = _cloud(
+    "GS318",
+    "an EKS GPU pool on a Bottlerocket NVIDIA AMI, which runs its own device plugin",
+    "An EKS GPU pool sets `cloud.imageType` to a `BOTTLEROCKET_*_NVIDIA` AMI. Bottlerocket's NVIDIA variants run the "
+    "NVIDIA device plugin they bundle (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html; "
+    "eksctl skips its own plugin on Bottlerocket for that reason), and gpustack's stack runs one on every GPU pool "
+    "(the device plugin chart, or the GPU Operator's): two plugins would advertise the same GPUs, and only one of "
+    "them would apply the sharing the blueprint sets. Turning Bottlerocket's off takes a node setting (user data) "
+    "that a managed node group without a launch template cannot carry.",
+    "Use `imageType: AL2023_x86_64_NVIDIA` (`AL2023_ARM_64_NVIDIA` on Graviton): the driver and toolkit preinstalled, "
+    "no device plugin.",
+)
+
 MPS_WITH_MIG = _sharing(
     "GS401",
     "MPS combined with MIG",
