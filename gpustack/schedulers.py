@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from gpustack.cloud import node_resources
 from gpustack.context import Context
 from gpustack.model import NodePool, PoolAmounts, Scheduler, Tenant
 from gpustack.offers import full_resource_name
@@ -152,9 +153,10 @@ def _quantity(amount: Decimal, resource: str) -> int | str:
     return f"{int(amount * 1000)}m"
 
 
-def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
-    """What all the pool's nodes have of cpu or memory, or None without nodeResources."""
-    node = pool.node_resources
+def pool_allocatable(ctx: Context, pool: NodePool, resource: str) -> Decimal | None:
+    """What all the pool's nodes have of cpu or memory: nodeResources as stated, else a cloud pool's machine's
+    allocatable (gpustack.cloud.node_resources); None where neither is known."""
+    node = node_resources(pool, ctx.catalog)
     value = None if node is None else node.cpu if resource == CPU else node.memory
     return None if value is None else parse_quantity(value) * pool.node_count
 
@@ -162,8 +164,9 @@ def pool_allocatable(pool: NodePool, resource: str) -> Decimal | None:
 def nominal_quota(ctx: Context, tenant: Tenant, pool: NodePool, resource: str) -> int | str:
     """A Kueue tenant's nominalQuota of a resource in the flavor of a pool."""
     if resource in (CPU, MEMORY):
-        allocatable = pool_allocatable(pool, resource)
-        # Without nodeResources GS508 stops compile; 0 is never written for a blueprint that validated.
+        allocatable = pool_allocatable(ctx, pool, resource)
+        # Without node resources (stated or the cloud machine's) GS508 stops compile; 0 is never written for a
+        # blueprint that validated.
         return _quantity(allocatable, resource) if allocatable is not None else 0
     quota = {full_resource_name(short): amount for short, amount in tenant.quota_for(pool.name).items()}
     if resource in quota:

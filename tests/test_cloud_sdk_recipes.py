@@ -30,6 +30,7 @@ cdi.enabled is true; /work/shared/conformance/crds/nvidia.com_clusterpolicies.ya
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,54 @@ def test_eks_node_group_and_operator_follow_the_eks_nvidia_ami(harness: Harness)
         "scalingConfig": {"desiredSize": 0, "minSize": 0, "maxSize": 2},
     }
     assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
+
+
+def test_a_kueue_tenant_on_a_cloud_pool_gets_cpu_and_memory_from_the_machine(tmp_path: Path) -> None:
+    """Kueue's ClusterQueue must cover cpu and memory; on a cloud pool whose machine gpustack knows, they are the
+    machine's allocatable (vCPUs and memory less GKE's published reserve) times the pool's nodes, without the
+    nodeResources GS508 asked for before."""
+    from gpustack.compile import compile_blueprint
+    from gpustack.validation import validate_path
+
+    text = json.dumps(
+        {
+            "apiVersion": "gpustack.io/v1alpha1",
+            "kind": "ClusterBlueprint",
+            "metadata": {"name": "kueue-cloud"},
+            "spec": {
+                "kubernetes": {"version": "1.31"},
+                "stack": "device-plugin",
+                "nodePools": [
+                    {
+                        "name": "l4",
+                        "gpu": {"model": "L4", "count": 1},
+                        "cloud": {"provider": "gke", "machineType": "g2-standard-8", "zones": ["us-central1-a"]},
+                        "count": 2,
+                    }
+                ],
+                "tenants": [
+                    {
+                        "name": "team",
+                        "namespaces": ["team"],
+                        "pools": ["l4"],
+                        "scheduler": "kueue",
+                        "quota": {"l4": {"gpu": 2}},
+                    }
+                ],
+            },
+        }
+    )
+    path = tmp_path / "bp.yaml"
+    path.write_text(text)
+    validation = validate_path(path)
+    assert [d.code for d in validation.diagnostics if d.severity.name.lower() == "error"] == []
+    assert validation.context is not None
+    plan = compile_blueprint(validation.context)
+    [queue] = [m.obj for m in plan.objects if m.obj["kind"] == "ClusterQueue"]
+    [flavor] = queue["spec"]["resourceGroups"][0]["flavors"]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    # g2-standard-8: 8 vCPUs, 32 GiB. CPU reserve 6% + 1% + 2 x 0.5% + 4 x 0.25% = 90m, so 7910m a node; memory
+    # 25% of 4 GiB + 20% of 4 + 10% of 8 + 6% of 16 = 3.56 GiB, plus 100 MiB eviction: 29,022 Mi a node (rounded down).
+    assert quota["cpu"] == "15820m"
+    assert quota["memory"] == "58044Mi"
+    assert quota["nvidia.com/gpu"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpustack.cloud import node_resources
 from gpustack.codes import (
     GANG_NEVER_FITS,
     KAI_COHORT_NAME,
@@ -69,7 +70,7 @@ def check_kueue_pools_have_node_resources(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         if pool.name not in users:
             continue
-        node = pool.node_resources
+        node = node_resources(pool, ctx.catalog)  # as stated, else a cloud pool's machine's allocatable
         values = (("cpu", node.cpu if node else None), ("memory", node.memory if node else None))
         missing = [name for name, value in values if value is None]
         if not missing:
