@@ -82,7 +82,8 @@ class Cluster:
         used = self.used[node_index]
         node = self.nodes[node_index]
         for requested, value in (*pod.shape.requests, (PODS, 1)):
-            resource = node.serving(requested)  # a DRA-backed extended resource takes its class's devices
+            # A DRA-backed extended resource takes its class's devices.
+            resource = node.serving(requested) if node.served else requested
             used[resource] = used.get(resource, 0) + sign * value
         node_class = self.classes[self.class_of[node_index]]
         before = self._usage[node_index]

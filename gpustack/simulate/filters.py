@@ -68,7 +68,7 @@ def _short(shape: PodShape, node_class: NodeClass, usage: Usage) -> tuple[list[s
     node = node_class.node
     short, over = [], False
     for requested, quantity in shape.requests:
-        resource = node.serving(requested)
+        resource = node.serving(requested) if node.served else requested  # the hot path: most nodes serve none
         capacity = node.capacity(resource)
         if capacity is None:
             continue
