@@ -65,7 +65,7 @@ TENANTS: list[dict[str, Any]] = [
         "namespaces": ["team-a", "team-a-dev"],
         "pools": ["a100", "h100", "a100-mig", "l4-vgpu"],
         "scheduler": "kueue",
-        "quota": {"a100": {"gpu": 8}, "h100": {"gpu": 0}, "a100-mig": {"mig-1g.10gb": 2}},
+        "quota": {"a100": {"gpu": 8}, "h100": {"gpu": 0}, "a100-mig": {"mig-1g.10gb": 2}, "l4-vgpu": "unlimited"},
         "kueue": {"cohort": {"name": "gpu-org", "borrowingLimit": {"h100": {"gpu": 4}}}},
     },
     {

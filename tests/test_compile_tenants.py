@@ -57,7 +57,13 @@ TENANTS: list[dict[str, Any]] = [
         "pools": ["h100", "l4-small"],
         "quota": {"h100": {"gpu": 16}, "l4-small": {"gpu": 2}},
     },
-    {"name": "sandbox", "namespaces": ["sandbox"], "pools": ["l4-small", "hami"], "priority": "low"},
+    {
+        "name": "sandbox",
+        "namespaces": ["sandbox"],
+        "pools": ["l4-small", "hami"],
+        "priority": "low",
+        "quota": {"l4-small": "unlimited", "hami": "unlimited"},
+    },
 ]
 
 
@@ -147,12 +153,11 @@ def test_pools_sharing_a_resource_name_get_the_sum() -> None:
     assert {k: v for k, v in hard.items() if v != "0"} == {"requests.nvidia.com/gpu": "18"}
 
 
-def test_a_tenant_without_quota_gets_only_zeros_on_other_pools_resources() -> None:
+def test_a_tenant_holding_its_pools_whole_gets_only_zeros_on_other_pools_resources() -> None:
     hard = find(compiled(), "ResourceQuota", QUOTA_NAME, "sandbox")["spec"]["hard"]
     assert hard == {"requests.nvidia.com/gpu.shared": "0", "requests.nvidia.com/mig-3g.40gb": "0"}
-    alone = blueprint(
-        [{"name": "v", "namespaces": ["v"], "pools": ["h100", "hami", "a100-mig", "l4-small", "l4-shared"]}]
-    )
+    every = ["h100", "hami", "a100-mig", "l4-small", "l4-shared"]
+    alone = blueprint([{"name": "v", "namespaces": ["v"], "pools": every, "quota": dict.fromkeys(every, "unlimited")}])
     assert not [m for m in compiled(alone).objects if m.kind == "ResourceQuota"]
 
 

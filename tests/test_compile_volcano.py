@@ -42,8 +42,14 @@ TENANTS: list[dict[str, Any]] = [
         "quota": {"h100": {"gpu": 16}, "l4": {"gpu.shared": 4}},
         "volcano": {"weight": 3, "reclaimable": False},
     },
-    {"name": "vision", "namespaces": ["vision"], "pools": ["h100"], "scheduler": "volcano"},
-    {"name": "web", "namespaces": ["web"], "pools": ["l4"]},
+    {
+        "name": "vision",
+        "namespaces": ["vision"],
+        "pools": ["h100"],
+        "scheduler": "volcano",
+        "quota": {"h100": "unlimited"},
+    },
+    {"name": "web", "namespaces": ["web"], "pools": ["l4"], "quota": {"l4": "unlimited"}},
 ]
 WORKLOADS: list[dict[str, Any]] = [
     {
@@ -119,7 +125,7 @@ def test_queue_capability_weight_and_reclaimable() -> None:
         "reclaimable": False,
         "capability": {"nvidia.com/gpu": "16", "nvidia.com/gpu.shared": "4"},
     }
-    assert vision == {"weight": 1, "reclaimable": True}  # Volcano's defaults, written out; no quota, no ceiling
+    assert vision == {"weight": 1, "reclaimable": True}  # Volcano's defaults, written out; unlimited, no ceiling
 
 
 def test_nothing_without_volcano() -> None:
@@ -199,7 +205,9 @@ def test_the_config_is_installed_with_the_pinned_volcano_release() -> None:
 
 
 def test_reserved_queue_names_are_refused() -> None:
-    tenants = [{"name": "root", "namespaces": ["r"], "pools": ["h100"], "scheduler": "volcano"}]
+    tenants = [
+        {"name": "root", "namespaces": ["r"], "pools": ["h100"], "scheduler": "volcano", "quota": {"h100": "unlimited"}}
+    ]
     spec = {"kubernetes": {"version": "1.31"}, "nodePools": [H100], "tenants": tenants}
     data = {"apiVersion": "gpustack.io/v1alpha1", "kind": "ClusterBlueprint", "metadata": {"name": "t"}, "spec": spec}
     assert [d.code for d in validate_text(json.dumps(data), "t.json").diagnostics] == [VOLCANO_RESERVED_QUEUE]

@@ -84,10 +84,12 @@ def test_without_a_cohort_or_kueue_the_quota_is_the_nominal_amount() -> None:
     assert hard(bp, "plain") == {GPU: 10}
 
 
-def test_a_kueue_pool_whose_quota_does_not_name_the_resource_counts_in_full() -> None:
-    # The ClusterQueue gives an unnamed resource the whole pool: the shared nvidia.com/gpu quota must leave room for it.
-    bp = sample(tenant("solo", {"a100": {"gpu": 8}}, None))
+def test_a_kueue_pool_whose_quota_is_unlimited_counts_in_full() -> None:
+    # The ClusterQueue gives an unlimited pool's resource the whole pool: the shared nvidia.com/gpu quota must leave
+    # room for it. A pool with no quota entry is closed: its nominal 0 adds nothing.
+    bp = sample(tenant("solo", {"a100": {"gpu": 8}, "h100": "unlimited"}, None))
     assert hard(bp, "solo") == {GPU: 8 + 16}
+    assert hard(sample(tenant("solo", {"a100": {"gpu": 8}}, None)), "solo") == {GPU: 8}
 
 
 def test_gs505_is_silent_when_nominal_plus_borrowing_covers_the_templates() -> None:

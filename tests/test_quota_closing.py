@@ -4,8 +4,9 @@ A ResourceQuota limits only the names it lists. Before, a tenant whose quota on 
 resources got no line for the others and could take them without limit: the whole GPUs of a mixed MIG pool beside
 the MIG slices it was granted (the review's case), a second MIG profile, a time-sliced `.shared` name, HAMi's cores,
 a DRA pool's other device class. Now each is `"0"` (ResourceQuota, LimitRange, Kueue's ClusterQueue, Volcano's queue
-capability, the DRA device quota), as if the blueprint wrote the 0. A pool granted with no quota entry stays granted
-whole (no line), and nothing an example's own workloads use is closed.
+capability, the DRA device quota), as if the blueprint wrote the 0. A pool whose quota is `unlimited` stays granted
+whole (no line; a granted pool with no quota entry is closed, tests/test_quota_unlimited.py), and nothing an
+example's own workloads use is closed.
 """
 
 from __future__ import annotations
@@ -194,6 +195,7 @@ spec:
       priority: normal
       quota:
         a100-mixed: {gpu: 4}
+        l4-sliced: unlimited
 """
 
 
@@ -204,7 +206,7 @@ def test_time_sliced_shared_names_are_closed_both_ways(tmp_path: Path) -> None:
         "requests.nvidia.com/gpu.shared": "0",  # only a pool small is not granted advertises it (as before)
         "requests.nvidia.com/mig-1g.10gb.shared": "56",
     }
-    # big holds l4-sliced whole (no quota entry on it): its gpu.shared stays unlimited, no line
+    # big holds l4-sliced whole (`unlimited`): its gpu.shared stays unlimited, no line
     assert hard(objects, "big") == {"requests.nvidia.com/gpu": "4", "requests.nvidia.com/mig-1g.10gb.shared": "0"}
     assert limit_max(objects, "small")["nvidia.com/gpu"] == "0"
     assert limit_max(objects, "big")["nvidia.com/mig-1g.10gb.shared"] == "0"
@@ -219,6 +221,7 @@ HAMI_ONLY = (
     .read_text()
     .replace("pools: [l40s-vgpu, h100]", "pools: [l40s-vgpu]")
     .replace("l40s-vgpu: {gpumem: 196608, gpucores: 400}", "l40s-vgpu: {gpumem: 196608}")
+    .replace("        h100: unlimited", "        # h100: unlimited")
 )
 
 
@@ -238,7 +241,7 @@ def test_the_hami_example_keeps_what_it_grants(tmp_path: Path) -> None:
     objects = compiled(tmp_path, (BLUEPRINTS / "hami.yaml").read_text())
     apps = hard(objects, "apps")
     assert apps["requests.nvidia.com/gpucores"] == "400"
-    assert "requests.nvidia.com/gpu" not in apps  # the h100 pool is granted whole: nvidia.com/gpu stays open
+    assert "requests.nvidia.com/gpu" not in apps  # the h100 pool is `unlimited`: nvidia.com/gpu stays open
 
 
 def test_a_template_that_needs_a_closed_name_is_a_warning_at_validate(tmp_path: Path) -> None:
@@ -286,17 +289,17 @@ def test_a_dra_pool_s_other_device_class_is_closed(tmp_path: Path) -> None:
     assert devices["mig-3g.40gb.a100-mig.gpustack.io.deviceclass.resource.k8s.io/devices"] == "4"
     assert devices["mig-1g.10gb.a100-mig.gpustack.io.deviceclass.resource.k8s.io/devices"] == "0"  # no line before
     assert hard(objects, "inference")["requests.nvidia.com/mig-1g.10gb"] == "0"
-    # without a quota entry on the pool, the pool is granted whole: no device line for its classes
-    whole = compiled(tmp_path, DRA.replace("      quota:\n        a100-mig: {mig-3g.40gb: 4}\n", ""))
+    # with an `unlimited` quota on the pool, the pool is granted whole: no device line for its classes
+    whole = compiled(tmp_path, DRA.replace("a100-mig: {mig-3g.40gb: 4}", "a100-mig: unlimited"))
     assert not [k for k in hard(whole, "inference", "gpustack-dra-devices") if ".a100-mig." in k]
 
 
 # --- what stays open --------------------------------------------------------------------------------------------------
 
 
-def test_a_pool_granted_without_a_quota_entry_stays_whole(tmp_path: Path) -> None:
+def test_a_pool_whose_quota_is_unlimited_stays_whole(tmp_path: Path) -> None:
     assert ", quota: {l4: {gpu: 4}}}" in ONE_POOL
-    objects = compiled(tmp_path, ONE_POOL.replace(", quota: {l4: {gpu: 4}}}", "}"))
+    objects = compiled(tmp_path, ONE_POOL.replace(", quota: {l4: {gpu: 4}}}", ", quota: {l4: unlimited}}"))
     assert not [o for o in objects if o["kind"] == "ResourceQuota"]  # nothing to close: the pool is granted whole
     assert limit_max(objects, "ml") == {"nvidia.com/gpu": "4"}
 
@@ -356,6 +359,8 @@ def test_a_name_held_whole_on_another_pool_stays_open_and_only_kueue_closes_it_p
     text = text.replace(
         "      pools: [a100-mixed]\n      priority: normal\n      scheduler: volcano\n",
         "      pools: [a100-mixed, l4-whole]\n      priority: normal\n      scheduler: volcano\n",
+    ).replace(
+        "a100-mixed: {mig-1g.10gb.shared: 56}\n", "a100-mixed: {mig-1g.10gb.shared: 56}\n        l4-whole: unlimited\n"
     )
     assert "requests.nvidia.com/gpu" not in hard(compiled(tmp_path, text), "small")  # held whole on l4-whole
     queued = compiled(tmp_path, text.replace("scheduler: volcano", "scheduler: kueue"))

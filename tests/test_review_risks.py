@@ -50,8 +50,8 @@ spec:
     - name: team
       namespaces: [team]
       pools: [mig, l4, a100]
-      quota: {mig: {mig-1g.10gb: 14}, l4: {gpu: 8}}
-    - {name: other, namespaces: [other], pools: [l4]}
+      quota: {mig: {mig-1g.10gb: 14}, l4: {gpu: 8}, a100: unlimited}
+    - {name: other, namespaces: [other], pools: [l4], quota: {l4: unlimited}}
   workloads:
     - {name: small, tenant: team, pool: mig, kind: Deployment, replicas: 4, image: x, gpu: {profile: 1g.10gb}}
     - {name: large, tenant: team, pool: mig, kind: Deployment, replicas: 1, image: x, gpu: {memory: 30Gi}}
@@ -278,6 +278,7 @@ def test_workload_stranded__fires_when_its_pool_is_removed() -> None:
     def drop_a100(d: dict[str, Any]) -> None:
         d["spec"]["nodePools"] = [p for p in d["spec"]["nodePools"] if p["name"] != "a100"]
         tenant(d, "team")["pools"] = ["mig", "l4", "spare"]
+        tenant(d, "team")["quota"]["spare"] = tenant(d, "team")["quota"].pop("a100")
         workload(d, "batch")["pool"] = "spare"
 
     risk = only(risks_after(drop_a100, code="workload-stranded"))
@@ -297,6 +298,7 @@ def test_workload_stranded__silent_for_deployments_removed_workloads_and_kept_pr
     def drop_batch_and_pool(d: dict[str, Any]) -> None:
         d["spec"]["nodePools"] = [p for p in d["spec"]["nodePools"] if p["name"] != "a100"]
         tenant(d, "team")["pools"] = ["mig", "l4"]
+        del tenant(d, "team")["quota"]["a100"]
         d["spec"]["workloads"] = [w for w in d["spec"]["workloads"] if w["name"] != "batch"]
 
     assert risks_after(drop_batch_and_pool, code="workload-stranded") == []
@@ -307,7 +309,12 @@ def test_workload_stranded__silent_for_deployments_removed_workloads_and_kept_pr
 
 
 def set_quota(pool_name: str, resource: str, amount: int) -> Edit:
-    return lambda d: tenant(d, "team")["quota"].setdefault(pool_name, {}).__setitem__(resource, amount)
+    def edit(d: dict[str, Any]) -> None:
+        quota = tenant(d, "team")["quota"]
+        entry = quota.get(pool_name)  # `unlimited` (a string) becomes amounts
+        quota[pool_name] = {**(entry if isinstance(entry, dict) else {}), resource: amount}
+
+    return edit
 
 
 def test_quota_below_need__fires_for_a_cut_below_the_templates() -> None:
@@ -325,6 +332,29 @@ def test_quota_below_need__fires_for_a_new_quota_where_there_was_no_limit() -> N
 def test_quota_below_need__silent_for_a_cut_that_still_fits_and_for_a_raise() -> None:
     assert risks_after(set_quota("mig", "mig-1g.10gb", 4), code="quota-below-need") == []
     assert risks_after(set_quota("mig", "mig-1g.10gb", 20), code="quota-below-need") == []
+
+
+# quota-closed
+
+
+def close_a100(d: dict[str, Any]) -> None:
+    del tenant(d, "team")["quota"]["a100"]  # no entry: closed (GS610)
+
+
+def test_quota_closed__fires_when_an_unlimited_pool_loses_its_entry_and_names_what_it_refuses() -> None:
+    risk = only(risks_after(close_a100, code="quota-closed"))
+    assert risk.severity is Level.HIGH and risk.pools == ("a100",) and risk.workloads == ("batch",)
+    assert "from unlimited to closed (0)" in risk.title and "request 8 nvidia.com/gpu" in risk.message
+    empty = only(risks_after(lambda d: tenant(d, "team")["quota"].__setitem__("a100", {}), code="quota-closed"))
+    assert empty.pools == ("a100",)
+
+
+def test_quota_closed__silent_for_amounts_or_a_pool_that_was_closed_already() -> None:
+    assert risks_after(set_quota("a100", "gpu", 8), code="quota-closed") == []  # amounts: quota-below-need's part
+    before_closed = copy.deepcopy(BASE)
+    close_a100(before_closed)
+    found = assess_risks(snapshot(before_closed, "before.yaml"), snapshot(before_closed, "after.yaml"))
+    assert [r for r in found if r.code == "quota-closed"] == []
 
 
 # node-moved
@@ -404,7 +434,11 @@ def test_gpu_stack__an_operator_upgrade_or_driver_change_is_medium() -> None:
 
 
 def test_tenant_access_lost__fires_when_a_pool_is_revoked() -> None:
-    risk = only(risks_after(lambda d: tenant(d, "other").__setitem__("pools", ["a100"]), code="tenant-access-lost"))
+    risk = only(
+        risks_after(
+            lambda d: tenant(d, "other").update(pools=["a100"], quota={"a100": "unlimited"}), code="tenant-access-lost"
+        )
+    )
     assert risk.severity is Level.MEDIUM and risk.tenants == ("other",) and risk.pools == ("l4",)
     assert risk.nodes == ("l-a", "l-b")
 

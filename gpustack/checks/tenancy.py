@@ -1,4 +1,4 @@
-"""Tenants get only the pools they are granted, and quotas that mean something (GS501-GS506)."""
+"""Tenants get only the pools they are granted, and quotas that mean something (GS501-GS506, GS610)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gpustack.checks.references import tenant_amounts
 from gpustack.codes import (
     DEMAND_ABOVE_QUOTA,
+    POOL_WITHOUT_QUOTA,
     QUOTA_ABOVE_POOL,
     QUOTA_ON_SHARED_RESOURCE,
     QUOTA_ON_UNGRANTED_POOL,
@@ -119,10 +120,13 @@ def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
     for tenant in ctx.blueprint.tenants:
         if tenant.scheduler is Scheduler.KUEUE:
             continue  # its ClusterQueue has a ResourceFlavor per pool: each pool's amount is enforced on its own
+        named = {full_resource_name(short) for _pool, items in tenant.quota for short, _amount in items}
         by_resource: dict[str, list[str]] = {}
         for pool_name, _ in tenant.quota:
             for offer in ctx.offers.get(pool_name, ()):
-                by_resource.setdefault(offer.resource, []).append(pool_name)
+                # An `unlimited` pool clashes only where another entry's amount makes a line its pods count against.
+                if not tenant.unlimited_on(pool_name) or offer.resource in named:
+                    by_resource.setdefault(offer.resource, []).append(pool_name)
         for resource, pools in sorted(by_resource.items()):
             if len(pools) > 1:
                 yield ctx.warning(
@@ -138,4 +142,54 @@ def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:
                 )
 
 
-RULES = (check_quota_resources, check_workload_pool_allowed, check_quota_covers_templates, check_shared_resource_names)
+def check_pools_without_quota(ctx: Context) -> Iterator[Diagnostic]:
+    """A granted GPU pool the tenant's quota has no entry for is closed (every name at 0): say so, once per pool.
+
+    The one diagnostic of this mistake: GS505 leaves such a pool to this warning, which names the demand it refuses.
+    """
+    for tenant in ctx.blueprint.tenants:
+        entries = {pool for pool, _items in tenant.quota}
+        closed = set(closed_resources(ctx, tenant))
+        demand = ctx.tenant_demand(tenant.name)
+        for index, pool_name in enumerate(tenant.pools):
+            pool = ctx.pools.get(pool_name)
+            offers = ctx.offers.get(pool_name, ())
+            if pool is None or not offers or pool_name in entries or pool_name in tenant.pools[:index]:
+                continue
+            shut = [o.resource for o in offers if o.resource in closed or tenant.scheduler is Scheduler.KUEUE]
+            counted = [o.resource for o in offers if o.resource not in shut]
+            wanted = {resource: n for (p, resource), n in demand.items() if p == pool_name and n > 0}
+            parts = [f"gpustack closes it to the tenant (0 {', '.join(shut)})"] if shut else []
+            if counted:
+                # A ResourceQuota counts a name for the namespace, not per pool: another entry's line holds these.
+                parts.append(
+                    f"its pods there count against the quota lines its other pools' entries write for "
+                    f"{', '.join(counted)} (a ResourceQuota cannot tell pools apart)"
+                )
+            if tenant.cohort is not None:
+                parts.append("it may still borrow from its Kueue cohort")
+            asked = ", ".join(f"{n} {resource}" for resource, n in sorted(wanted.items()))
+            if asked:
+                parts.append(f"its workload templates request {asked} there")
+            example = {r.removeprefix("nvidia.com/"): n for r, n in sorted(wanted.items())} or {
+                offers[0].short_name: offers[0].per_node * pool.node_count
+            }
+            amounts = ", ".join(f"{short}: {n}" for short, n in example.items())
+            yield ctx.warning(
+                POOL_WITHOUT_QUOTA,
+                (*tenant.path, "pools", index),
+                f"tenant '{tenant.name}' is granted pool '{pool_name}' but its quota has no entry for it; "
+                + "; ".join(parts),
+                f"to open the pool write `{pool_name}: unlimited` under the tenant's quota (it may take every GPU "
+                f"of the pool) or amounts (`{pool_name}: {{{amounts}}}`); `{pool_name}: {{}}` keeps it closed "
+                "without this warning",
+            )
+
+
+RULES = (
+    check_quota_resources,
+    check_workload_pool_allowed,
+    check_quota_covers_templates,
+    check_shared_resource_names,
+    check_pools_without_quota,
+)

@@ -12,8 +12,9 @@ Why each piece looks the way it does:
   defaults for all its pools' resources. A flavor may sit in only one group and must list every resource of it, so
   one group, with 0 for what a pool does not advertise, is the shape that covers them all.
 - Nominal quota is the blueprint's quota for the pool. A resource the pool's quota does not name gets 0, as if the
-  blueprint wrote it (N4: a tenant granted a mixed pool's MIG slices gets none of its whole GPUs); a pool the tenant
-  has no quota on at all is granted whole, every resource at the pool's capacity. cpu and memory get the pool's
+  blueprint wrote it (N4: a tenant granted a mixed pool's MIG slices gets none of its whole GPUs), and so does every
+  resource of a pool it has no quota entry for (closed, GS610); a pool whose quota is `unlimited` is granted whole,
+  every resource at the pool's capacity. cpu and memory get the pool's
   allocatable (nodeResources x nodes): gpustack limits GPUs, and Kueue must not hold a job back for CPU the nodes
   have (GS508 requires nodeResources on these pools, since there is no other sound amount).
 - `namespaceSelector` on the tenant's namespaces BY NAME (`kubernetes.io/metadata.name`, which the API server
@@ -146,7 +147,8 @@ Notes:
 - Quota is per pool: each pool is a ResourceFlavor, so an A100 pool and an H100 pool keep separate amounts even
   though both advertise `nvidia.com/gpu`. A resource the tenant's quota on a pool does not name has a nominal
   quota of 0, as if the blueprint wrote it (in a cohort the tenant may still borrow it, up to its borrowingLimit);
-  a pool the tenant has no quota on at all is limited only by what the pool has.
+  a pool the tenant's quota has no entry for is closed (0 of every resource), and a pool whose quota is
+  `unlimited` is limited only by what the pool has.
 - The ClusterQueue is the limit. Each tenant namespace also keeps a ResourceQuota, as a ceiling only: per resource
   the nominal quota plus what the tenant may borrow from its cohort (its borrowingLimit, or the whole pool where
   the cohort sets none), so the API server never refuses a pod Kueue admitted on borrowed quota.

@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from gpustack.model import (
+    UNLIMITED,
     Allocation,
     Blueprint,
     DevicePluginFlags,
@@ -165,6 +166,8 @@ def tenant_fields(tenant: Tenant) -> Fields:
     _put(fields, "priority", tenant.priority)
     _put(fields, "scheduler", str(tenant.scheduler))
     for pool, items in tenant.quota:
+        if tenant.unlimited_on(pool):
+            _put(fields, f"quota.{pool}", UNLIMITED)
         for resource, amount in items:
             _put(fields, f"quota.{pool}.{resource}", amount)
     cohort = tenant.cohort

@@ -24,7 +24,7 @@ from gpustack.review.risks.node_class import node_class_changed
 from gpustack.review.risks.nodes import node_moved, noexecute_taint
 from gpustack.review.risks.objects import base_absent, object_escapes_tenant
 from gpustack.review.risks.queues import kai_queue_stranded
-from gpustack.review.risks.tenants import quota_below_need, tenant_access_lost
+from gpustack.review.risks.tenants import quota_below_need, quota_closed, tenant_access_lost
 from gpustack.review.risks.workloads import workload_stranded
 from gpustack.review.snapshot import Snapshot
 
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     workload_stranded,
     quota_below_need,
     kai_queue_stranded,
+    quota_closed,
     node_moved,
     device_plugin_chart,
     gpu_stack,

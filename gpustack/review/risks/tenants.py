@@ -19,10 +19,41 @@ def quota_below_need(before: Snapshot, after: Snapshot) -> list[Risk]:
         for pool, items in new.quota:
             old_quota = old.quota_for(pool) if pool in old.pools else {}
             for short, amount in items:
-                was = old_quota.get(short)  # None: there was no limit
+                # None: there was no limit (the pool was `unlimited`); a name the old quota left out was closed, 0
+                was = old_quota.get(short, None if old.unlimited_on(pool) or pool not in old.pools else 0)
                 needed = demand.get((pool, full_resource_name(short)), 0)
                 if (was is None or amount < was) and amount < needed:
                     risks.append(_quota_risk(after, name, pool, short, (was, amount), needed))
+    return risks
+
+
+def quota_closed(before: Snapshot, after: Snapshot) -> list[Risk]:
+    """A pool the tenant held whole (`unlimited`) and keeps is closed: no quota entry now, or an empty one (GS610)."""
+    risks = []
+    for name in sorted(set(before.tenants) & set(after.tenants)):
+        old, new = before.tenants[name], after.tenants[name]
+        demand = after.context.tenant_demand(name) if after.context is not None else {}
+        for pool in new.pools:
+            if pool not in old.pools or not old.unlimited_on(pool) or new.unlimited_on(pool) or new.quota_for(pool):
+                continue
+            needed = {resource: n for (p, resource), n in demand.items() if p == pool and n > 0}
+            users = sorted_names(w.name for w in after.workloads.values() if w.tenant == name and w.pool == pool)
+            asked = ", ".join(f"{n} {resource}" for resource, n in sorted(needed.items()))
+            risks.append(
+                Risk(
+                    "quota-closed",
+                    Level.HIGH if needed else Level.MEDIUM,
+                    f"Tenant '{name}' quota on pool '{pool}' goes from unlimited to closed (0)",
+                    "The tenant held the pool whole; now its quota grants none of the pool's GPUs. Running pods stay; "
+                    "every new pod there (scale-ups, rollouts, restarts of evicted pods) is refused with 'exceeded "
+                    "quota'" + (f", and its workload templates request {asked} there." if asked else "."),
+                    f"Give the pool amounts (or `{pool}: unlimited`) under the tenant's quota, or move the tenant's "
+                    "workloads off the pool in the same change.",
+                    workloads=users,
+                    pools=(pool,),
+                    tenants=(name,),
+                )
+            )
     return risks
 
 
