@@ -23,7 +23,7 @@ def blueprint(
     model: str = "A100-SXM4-80GB",
     gpus: int = 1,
     max_nodes: int = 8,
-    quota: str = "",
+    quota: str = "      quota: {pool: unlimited}\n",  # a granted pool with no entry is closed (GS610)
     strategy: str = "mixed",
 ) -> str:
     return f"""\
