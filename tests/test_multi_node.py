@@ -150,7 +150,7 @@ spec:
       gpu: {model: H100-SXM5-80GB, count: 8}
       nodes: [n1, n2]
   tenants:
-    - {name: ml, namespaces: [ml], pools: [h100]}
+    - {name: ml, namespaces: [ml], pools: [h100], quota: {h100: unlimited}}
   workloads:
     - name: w
       tenant: ml

@@ -37,7 +37,12 @@ GKE = {
     "count": 2,
 }
 STATIC = {"name": "t4", "gpu": {"model": "T4", "count": 1}, "nodes": ["t4-node"]}
-TENANT = {"name": "ml", "namespaces": ["ml"], "pools": ["h100", "l4"], "quota": {"h100": {"mig-3g.40gb": 48}}}
+TENANT = {
+    "name": "ml",
+    "namespaces": ["ml"],
+    "pools": ["h100", "l4"],
+    "quota": {"h100": {"mig-3g.40gb": 48}, "l4": "unlimited"},
+}
 WORKLOADS = [
     {
         "name": "chat",
