@@ -49,8 +49,14 @@ H100: dict[str, Any] = {
     "labels": {"gpu": "on"},  # a stray gpu=on must not start HAMi's plugin beside NVIDIA's
 }
 TENANTS: list[dict[str, Any]] = [
-    {"name": "apps", "namespaces": ["apps"], "pools": ["l4-vgpu", "h100"], "scheduler": "volcano"},
-    {"name": "lab", "namespaces": ["lab"], "pools": ["t4-vgpu"]},
+    {
+        "name": "apps",
+        "namespaces": ["apps"],
+        "pools": ["l4-vgpu", "h100"],
+        "scheduler": "volcano",
+        "quota": {"l4-vgpu": "unlimited", "h100": "unlimited"},
+    },
+    {"name": "lab", "namespaces": ["lab"], "pools": ["t4-vgpu"], "quota": {"t4-vgpu": "unlimited"}},
 ]
 WORKLOADS: list[dict[str, Any]] = [
     {
@@ -228,7 +234,8 @@ def test_hami_pools_must_agree_on_settings() -> None:
 
 
 def test_a_hami_pool_shared_by_tenants_warns_that_isolation_is_bypassable() -> None:
-    [diagnostic] = diagnostics(tenants=[TENANTS[0], {**TENANTS[1], "pools": ["t4-vgpu", "l4-vgpu"]}])
+    shared = {"pools": ["t4-vgpu", "l4-vgpu"], "quota": {"t4-vgpu": "unlimited", "l4-vgpu": "unlimited"}}
+    [diagnostic] = diagnostics(tenants=[TENANTS[0], {**TENANTS[1], **shared}])
     assert diagnostic.code == HAMI_POOL_SHARED and diagnostic.severity.value == "warning"
     assert "CUDA driver API" in diagnostic.message and "MIG" in (diagnostic.hint or "")
 

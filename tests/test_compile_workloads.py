@@ -784,5 +784,5 @@ def test_validate_renders_templates_and_points_at_the_template_field(tmp_path: P
     result = validate_path(tmp_path / "bp.yaml")
     [diagnostic] = result.diagnostics
     assert diagnostic.code == TEMPLATE_ERROR and not result.ok
-    assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (24, 17)
+    assert diagnostic.span is not None and (diagnostic.span.start.line, diagnostic.span.start.column) == (25, 17)
     assert "t.yaml.j2:4" in diagnostic.message and "nmae" in diagnostic.message

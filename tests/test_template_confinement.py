@@ -25,7 +25,7 @@ kind: Secret
 metadata: {{name: payments-db, namespace: payments}}
 stringData: {{password: {SECRET}}}
 """
-TEMPLATE_LINE = "24:17"  # the `template:` value in tests/cases/invalid/template-missing.yaml
+TEMPLATE_LINE = "25:17"  # the `template:` value in tests/cases/invalid/template-missing.yaml
 BLUEPRINT = (CASES / "invalid" / "template-missing.yaml").read_text(encoding="utf-8")
 
 
