@@ -292,7 +292,10 @@ def test_simulate_reports_pods_that_fit_only_after_an_autoscaled_pool_grows() ->
         "replicas": 3,
         "gpu": {"count": 1},
     }
-    more = {"workloads": [workload], "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}]}
+    more = {
+        "workloads": [workload],
+        "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"], "quota": {"gpus": "unlimited"}}],
+    }
     bp = blueprint(pool("gke", "L4", 1, minNodes=1, maxNodes=3), **more)
     objects = [m.obj for m in compile_blueprint(sourceless(bp)).objects]
     simulation = run_simulation(sourceless(bp), objects)

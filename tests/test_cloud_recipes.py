@@ -202,7 +202,7 @@ def test_an_aks_spot_pool_tolerates_its_taint_and_advertises_gpus_in_simulate() 
     workload = {"name": "svc", "tenant": "t", "pool": "spot", "kind": "Deployment", "image": "x:1", "replicas": 2}
     more = {
         "workloads": [{**workload, "gpu": {"count": 1}}],
-        "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["spot"]}],
+        "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["spot"], "quota": {"spot": "unlimited"}}],
     }
     bp = blueprint(aks, **OPERATOR, **more)
     spot = {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Exists", "effect": "NoSchedule"}
@@ -286,8 +286,8 @@ def test_the_clouds_own_taints_are_no_isolation_and_no_isolation_problem() -> No
         return gke(name=name, taints=taint)
 
     tenants = [
-        {"name": "a", "namespaces": ["a"], "pools": ["p1"]},
-        {"name": "b", "namespaces": ["b"], "pools": ["p2"]},
+        {"name": "a", "namespaces": ["a"], "pools": ["p1"], "quota": {"p1": "unlimited"}},
+        {"name": "b", "namespaces": ["b"], "pools": ["p2"], "quota": {"p2": "unlimited"}},
     ]
     assert not diagnostics(dedicated("p1"), dedicated("p2"), tenants=tenants)
     # Without a taint of their own they are open to the other tenant's pods (GKE's taint does not close them).

@@ -37,7 +37,7 @@ def fleet(pools: int, replicas: int) -> str:
         ]
     lines += [
         "  tenants:",
-        "    - {name: ml, namespaces: [ml], pools: [pool-000]}",
+        "    - {name: ml, namespaces: [ml], pools: [pool-000], quota: {pool-000: unlimited}}",
         "  workloads:",
         f"    - {{name: llm, tenant: ml, pool: pool-000, kind: Deployment, replicas: {replicas}, image: llm:1, "
         "gpu: {count: 1}}",
