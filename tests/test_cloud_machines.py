@@ -36,7 +36,7 @@ def serving(**more: Any) -> dict[str, Any]:
     workload = {"name": "svc", "tenant": "t", "pool": "gpus", "kind": "Deployment", "image": "x:1", "gpu": {"count": 1}}
     return {
         "workloads": [{**workload, **more}],
-        "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"]}],
+        "tenants": [{"name": "t", "namespaces": ["t"], "pools": ["gpus"], "quota": {"gpus": "unlimited"}}],
     }
 
 
