@@ -61,6 +61,8 @@ def pool_offers(pool: NodePool, model: GpuModel | None) -> tuple[Offer, ...]:
     memory = Decimal(model.memory_gib)
     if sharing.strategy is SharingStrategy.MIG and sharing.mig is not None:
         return _mig_offers(pool, model)
+    if sharing.strategy is SharingStrategy.AUTO:
+        return _auto_offers(pool, model)
     if sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and sharing.replication is not None:
         replicas = sharing.replication.replicas
         name = GPU_SHARED if sharing.replication.rename_by_default else GPU
@@ -96,9 +98,9 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     offers = []
     # GPUs a group leaves whole (MIG off) are plain GPUs to the plugin under the mixed strategy: nvidia.com/gpu.
     whole = sum(group_devices(group, pool.gpus_per_node) for group in mig.whole_groups)
+    sliced = mig.time_slicing
     if whole and not single:  # single refuses such a node (a check says so): nothing to advertise
         offers.append(_whole_offer(model, whole, sliced))
-    sliced = mig.time_slicing
     geometry = model.mig
     for profile, units in counts.items():
         spec = geometry.profile(profile) if geometry is not None else None
@@ -106,9 +108,9 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
         if sliced is not None and sliced.shares(profile) and not single:
             # Each instance advertised `replicas` times; the pods on one instance share its memory, unisolated.
             name = mig_resource_name(profile) + (SHARED_SUFFIX if sliced.rename_by_default else "")
+            replicas = sliced.replicas_for(profile)
             offers.append(
                 Offer(
-            replicas = sliced.replicas_for(profile)
                     name,
                     units * replicas,
                     memory,
@@ -126,8 +128,6 @@ def _mig_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
     return tuple(offers)
 
 
-def _auto_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
-    """layout: auto, before `gpustack recommend` chose: every profile as many times as one node could hold it.
 def _whole_offer(model: GpuModel, whole: int, sliced: Replication | None) -> Offer:
     """The GPUs a mixed pool leaves whole: nvidia.com/gpu, time-sliced where mig.timeSlicing gives `whole` a count
     (nvidia.com/gpu.shared under renameByDefault), as the plugin replicates any resource its config names."""
@@ -139,16 +139,19 @@ def _whole_offer(model: GpuModel, whole: int, sliced: Replication | None) -> Off
     return Offer(name, whole * replicas, memory, Isolation.NONE, shared_by=replicas, gpus=whole)
 
 
+def _auto_offers(pool: NodePool, model: GpuModel) -> tuple[Offer, ...]:
+    """layout: auto (or sharing.strategy: auto), before `gpustack recommend` chose: whole GPUs (but under MIG's
+    single strategy) and every profile the GPU has, each as many times as one node could hold it.
 
     Needs resolve against this menu as they will against the chosen layouts (the smallest profile that holds a
     memory need), and quotas may name any profile; compile refuses the pool until real layouts replace auto.
     """
-    mig = pool.sharing.mig
-    assert mig is not None and pool.gpu is not None
-    single = mig.strategy is MigStrategy.SINGLE
+    mig = pool.sharing.mig  # None under sharing.strategy: auto, which offers what MIG's mixed strategy would
+    assert pool.gpu is not None
+    single = mig is not None and mig.strategy is MigStrategy.SINGLE
     gpus = pool.gpu.count
     offers = [] if single else [Offer(GPU, gpus, Decimal(model.memory_gib), Isolation.EXCLUSIVE)]
-    sliced = mig.time_slicing
+    sliced = mig.time_slicing if mig is not None else None
     for spec in model.mig.profiles if model.mig is not None else ():
         units = spec.max_count * gpus
         if sliced is not None and not single:

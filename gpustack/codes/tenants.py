@@ -343,12 +343,3 @@ SHM_ABOVE_MEMORY = _workloads(
     "reaches its size (NCCL and DataLoader workers fill it under load).",
     "Make `shmSize` smaller than `resources.memory`, leaving room for the process itself, or raise the memory.",
 )
-
-SHM_ABOVE_MEMORY = _workloads(
-    "GS807",
-    "a workload's /dev/shm larger than its pods' memory",
-    "A workload's `shmSize` is above its pods' memory (given, or sized by gpustack): /dev/shm is an in-memory "
-    "emptyDir, and what it holds counts against the pod's memory limit, so the pod is OOM-killed before /dev/shm "
-    "reaches its size (NCCL and DataLoader workers fill it under load).",
-    "Make `shmSize` smaller than `resources.memory`, leaving room for the process itself, or raise the memory.",
-)
