@@ -12,17 +12,13 @@ as UnschedulableAndUnresolvable (evicting pods frees no device in its dry run); 
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpustack.context import Context
 from gpustack.dra import load_facts, pool_classes
 from gpustack.model import NodePool
-from gpustack.simulate.pods import PodShape, Requirement, Term
-
-if TYPE_CHECKING:  # cluster.py imports demand.py, which imports this module
-    from gpustack.simulate.cluster import Cluster
+from gpustack.simulate.pods import PodShape
 
 PREFIX = "claim:"
 
@@ -94,33 +90,6 @@ def claimed_devices(
             resource = claim_resource(str(exact["deviceClassName"]))
             wanted[resource] = wanted.get(resource, 0) + int(exact.get("count", 1))
     return wanted
-
-
-# Per cluster (one per run): the node each shared ResourceClaim was allocated on, by its first holder's placement.
-_ALLOCATED: weakref.WeakKeyDictionary[Cluster, dict[str, int]] = weakref.WeakKeyDictionary()
-
-
-def pinned(cluster: Cluster, shape: PodShape) -> PodShape:
-    """The shape restricted to the node its shared claim is allocated on (the DynamicResources plugin filters every
-    other node: the claim's devices are there); the shape itself for a claim not allocated yet, or none."""
-    if shape.shared_claim is None:
-        return shape
-    node = _ALLOCATED.get(cluster, {}).get(shape.shared_claim)
-    if node is None:
-        return shape
-    here = Term((Requirement("metadata.name", "In", (cluster.nodes[node].name,), field=True),))
-    terms = (
-        (here,)
-        if shape.required is None
-        else tuple(Term((*t.requirements, *here.requirements)) for t in shape.required)
-    )
-    return dataclasses.replace(shape, required=terms)
-
-
-def allocate(cluster: Cluster, shape: PodShape, node: int) -> None:
-    """Record where a pod's shared claim was allocated: its first holder's node."""
-    if shape.shared_claim is not None:
-        _ALLOCATED.setdefault(cluster, {}).setdefault(shape.shared_claim, node)
 
 
 def with_claims(shape: PodShape, devices: Mapping[str, int]) -> PodShape:

@@ -51,6 +51,7 @@ class Cluster:
         self.lowest_priority: int | None = None  # of any bound pod: preemption needs strictly lower ones
         self.generation = 0  # counts binds and unbinds: equal generations, equal state
         self.fit_scores: FitScores = {}  # placement's memo of scores, which depend on no state but a group's usage
+        self.claim_nodes: dict[str, int] = {}  # shared ResourceClaim -> the node its first holder was allocated on
 
     def groups(self, class_index: int) -> Iterator[tuple[Usage, int, int]]:
         """(usage, node count, first node index) of every non-empty group of the class."""

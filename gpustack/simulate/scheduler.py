@@ -6,11 +6,12 @@ part is the DefaultPreemption dry run (and, from 1.34, DynamicResources' own lin
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
-from gpustack.simulate.claims import allocate, holds_claims, pinned
+from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.filters import resource_verdict
@@ -25,7 +26,30 @@ from gpustack.simulate.messages import (
     preemption_fit_error,
 )
 from gpustack.simulate.placement import Judge, Rejection, place
-from gpustack.simulate.pods import PodShape
+from gpustack.simulate.pods import PodShape, Requirement, Term
+
+
+def pinned(cluster: Cluster, shape: PodShape) -> PodShape:
+    """The shape restricted to the node its shared claim is allocated on (the DynamicResources plugin filters every
+    other node: the claim's devices are there); the shape itself for a claim not allocated yet, or none."""
+    if shape.shared_claim is None:
+        return shape
+    node = cluster.claim_nodes.get(shape.shared_claim)
+    if node is None:
+        return shape
+    here = Term((Requirement("metadata.name", "In", (cluster.nodes[node].name,), field=True),))
+    terms = (
+        (here,)
+        if shape.required is None
+        else tuple(Term((*t.requirements, *here.requirements)) for t in shape.required)
+    )
+    return dataclasses.replace(shape, required=terms)
+
+
+def allocate(cluster: Cluster, shape: PodShape, node: int) -> None:
+    """Record where a pod's shared claim was allocated: its first holder's node."""
+    if shape.shared_claim is not None:
+        cluster.claim_nodes.setdefault(shape.shared_claim, node)
 
 
 @dataclass(frozen=True)
