@@ -111,6 +111,21 @@ def test_a_cluster_of_none() -> None:
     assert len(simulation.after_scale_up) == len(simulation.outcome.placed) == 6
 
 
+def test_a_selector_pools_running_nodes_take_the_places_of_its_simulated_ones() -> None:
+    """h100-training (minNodes 2, maxNodes 4) already runs 3 nodes: they are the pool's first 3 nodes and the
+    autoscaler may add one more, not 4 beside the 3 (which would let simulate place pods on 7 nodes of a pool of 4)."""
+    nodes = "".join(
+        f"- apiVersion: v1\n  kind: Node\n"
+        f"  metadata: {{name: h100-{i}, labels: {{karpenter.sh/nodepool: h100-training}}}}\n"
+        f'  status: {{allocatable: {{cpu: "192", memory: 2Ti, pods: "110", nvidia.com/gpu: "8"}}}}\n'
+        for i in range(3)
+    )
+    simulation = simulate(BLUEPRINTS / "volcano.yaml", snapshot="apiVersion: v1\nkind: List\nitems:\n" + nodes)
+    pool = [(n.name, n.scale_up) for n in simulation.outcome.cluster.nodes if n.pool == "h100-training"]
+    assert pool == [("h100-0", False), ("h100-1", False), ("h100-2", False), ("h100-training-4", True)]
+    assert simulation.outcome.ok
+
+
 # --- item 7: admission and VolumeBinding in the control plane's words --------------------------------------------
 
 

@@ -68,7 +68,7 @@ def run_simulation(
     nodes = build_inventory(context, (o for o in objects if o.get("kind") == "Node"))
     running: list[tuple[Pod, int]] = []
     if snapshot is not None:
-        nodes = merge_nodes(nodes, snapshot)
+        nodes = merge_nodes(nodes, snapshot, blueprint.pools)
         running = running_pods(snapshot, nodes, priority_classes(objects))
     namespaces = {w.name: context.namespace_of(w) for w in blueprint.workloads}
     demand = build_demand(blueprint, namespaces, objects, scenario)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotPod
+from gpustack.model import LabelRequirement, NodePool
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.simulate.claims import is_claim
 from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source
@@ -47,8 +48,44 @@ def _taints(node: SnapshotNode) -> tuple[Taint, ...]:
     return tuple(Taint(t.key, t.value, t.effect) for t in node.taints if t.key != UNSCHEDULABLE_TAINT_KEY)
 
 
-def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> tuple[Node, ...]:
-    """The blueprint's nodes with the cluster's cordons, sizes and foreign taints; then every other node."""
+def _selects(requirements: Sequence[LabelRequirement], labels: Mapping[str, str]) -> bool:
+    """Whether a node's labels satisfy a pool's selector (In, NotIn, Exists, DoesNotExist)."""
+    for requirement in requirements:
+        value = labels.get(requirement.key)
+        operator = requirement.operator
+        if operator == "In" and value not in requirement.values:
+            return False
+        if operator == "NotIn" and value in requirement.values:
+            return False
+        if (operator == "Exists" and value is None) or (operator == "DoesNotExist" and value is not None):
+            return False
+    return True
+
+
+def _adopted(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterable[NodePool]) -> list[Node]:
+    """A selector pool's nodes the cluster already has take the places of the ones simulated for it, first ones first:
+    an autoscaled pool with 3 of its 4 nodes running can add one, not 4 beside the 3."""
+    out = list(nodes)
+    for pool in pools:
+        if pool.selector is None:
+            continue
+        requirements = pool.selector.requirements()
+        first = next((r for r in requirements if r.operator == "In"), None)
+        candidates = snapshot.nodes_labelled(first.key, first.values) if first is not None else snapshot.nodes
+        real = [found for found in candidates if _selects(requirements, found.label_map)]
+        places = [index for index, node in enumerate(out) if node.pool == pool.name]
+        for index, found in zip(places, real, strict=False):
+            made = out[index]
+            labels = {**dict(found.labels), **made.labels, HOSTNAME: found.name}
+            out[index] = replace(made, name=found.name, labels=labels, scale_up=False)
+    return out
+
+
+def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterable[NodePool] = ()) -> tuple[Node, ...]:
+    """The blueprint's nodes with the cluster's cordons, sizes and foreign taints; then every other node.
+
+    `pools`: the blueprint's; a selector pool's nodes the snapshot shows are the pool's, not strangers beside it."""
+    nodes = _adopted(nodes, snapshot, pools)
     listed = {node.name for node in nodes}
     merged = []
     for node in nodes:
