@@ -37,7 +37,9 @@ def test_search_cannot_take_the_dev_pools_t4s(tmp_path: Path) -> None:
     assert run("validate", "--strict", seed)[0] == 0
     _, output = run("simulate", seed, "--scenario", write(tmp_path, scenario, "steal.yaml"))
     assert "steal (search-prod, default-scheduler): 0/16 placed" in output, output
-    assert "exceeded quota: gpustack-gpu-quota" in output and "limited: requests.nvidia.com/gpu.shared=0" in output
+    # The tenant's LimitRange refuses first (LimitRanger admits before ResourceQuota), in the API server's words.
+    refusal = 'pods "steal-0" is forbidden: maximum nvidia.com/gpu.shared usage per Container is 0, but limit is 1'
+    assert refusal in output
 
 
 # --- M7: shell injection through the chart repository; a newline in chartVersion --------------------------------------
