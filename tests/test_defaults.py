@@ -12,7 +12,7 @@ import gpustack.defaults as d
 from gpustack.build import build_blueprint
 
 Read = Callable[[Any], Any]  # a path into the built Blueprint; the optional records are there in `sparse()`
-POOLS = {"plain": 0, "sliced": 1, "hami": 2}
+POOLS = {"plain": 0, "sliced": 1, "hami": 2, "cloudy": 3, "mig-sliced": 4}
 
 # Every default in the schema, a value that differs from it, and where build puts it.
 CHANGED: dict[tuple[str, str], tuple[Any, Read]] = {
@@ -62,6 +62,13 @@ CHANGED: dict[tuple[str, str], tuple[Any, Read]] = {
     (d.TENANT_VOLCANO, "reclaimable"): (False, lambda b: b.tenants[0].volcano.reclaimable),
     (d.WORKLOAD, "replicas"): (3, lambda b: b.workloads[0].replicas),
     (d.WORKLOAD_GPU, "count"): (2, lambda b: b.workloads[0].gpu.count),
+    (d.WORKLOAD_GPU, "shareable"): (True, lambda b: b.workloads[0].gpu.shareable),
+    (d.WORKLOAD_CLAIM, "share"): ("pods", lambda b: str(b.workloads[0].gpu.claim.share)),
+    (d.MIG_TIME_SLICING, "renameByDefault"): (True, lambda b: b.pools[4].sharing.mig.time_slicing.rename_by_default),
+    (d.MIG_TIME_SLICING, "failRequestsGreaterThanOne"): (
+        False,
+        lambda b: b.pools[4].sharing.mig.time_slicing.fail_requests_greater_than_one,
+    ),
     (d.SERVE, "path"): ("/ready", lambda b: b.workloads[0].serve.path),
     (d.SERVE, "startupSeconds"): (60, lambda b: b.workloads[0].serve.startup_seconds),
 }
@@ -108,6 +115,19 @@ def sparse() -> dict[str, Any]:
                 },
                 {"name": "hami", "gpu": {"model": "L4", "count": 1}, "nodes": ["h"], "sharing": {"strategy": "hami"}},
                 {"name": "cloudy", "gpu": {"model": "L4", "count": 1}, "count": 1, "cloud": {"provider": "gke"}},
+                {
+                    "name": "mig-sliced",
+                    "gpu": {"model": "A100-SXM4-40GB", "count": 1},
+                    "nodes": ["m"],
+                    "sharing": {
+                        "strategy": "mig",
+                        "mig": {
+                            "strategy": "mixed",
+                            "layout": {"1g.5gb": 7},
+                            "timeSlicing": {"replicas": {"1g.5gb": 2}},
+                        },
+                    },
+                },
             ],
             "tenants": [{"name": "team", "namespaces": ["team"], "pools": ["plain"], "volcano": {}}],
             "workloads": [
@@ -117,7 +137,7 @@ def sparse() -> dict[str, Any]:
                     "pool": "plain",
                     "kind": "Deployment",
                     "image": "x:1",
-                    "gpu": {},
+                    "gpu": {"claim": {}},
                     "serve": {"port": 8000},
                 }
             ],
