@@ -56,6 +56,15 @@ def check_mig_layouts(ctx: Context) -> Iterator[Diagnostic]:
     for pool in ctx.blueprint.pools:
         model = ctx.models[pool.name]
         mig = pool.sharing.mig
+        if model is not None and pool.sharing.strategy is SharingStrategy.AUTO:
+            yield ctx.warning(
+                MIG_LAYOUT_AUTO,
+                (*pool.sharing.path, "strategy"),
+                f"pool '{pool.name}' leaves its sharing to gpustack recommend (strategy: auto): compile writes no "
+                "sharing nobody chose",
+                "run `gpustack recommend BLUEPRINT --write`, review the sharing it writes over auto, then compile",
+            )
+            continue
         if model is None or mig is None:
             continue
         if model.mig is None:

@@ -131,11 +131,12 @@ CLOUD_SELECTOR_ELSEWHERE = _cloud(
 
 MIG_LAYOUT_AUTO = _recommend(
     "GS310",
-    "a MIG layout left to gpustack recommend (layout: auto), which compile refuses",
-    "A MIG pool says `layout: auto`: its layouts are for `gpustack recommend` to choose. `validate` accepts it (as a "
-    "warning, checking needs and quotas against every profile the GPU has); `compile` and `validate --strict` refuse "
-    "it, so no layout nobody reviewed reaches a cluster.",
-    "Run `gpustack recommend BLUEPRINT --write`, review the layouts it writes in place of auto, then compile.",
+    "a MIG layout or a sharing strategy left to gpustack recommend (auto), which compile refuses",
+    "A MIG pool says `layout: auto`, or a pool says `sharing.strategy: auto`: its layouts (or its sharing: whole "
+    "GPUs, MIG or time-slicing) are for `gpustack recommend` to choose. `validate` accepts it (as a warning, checking "
+    "needs and quotas against whole GPUs and every profile the GPU has); `compile` and `validate --strict` refuse it, "
+    "so no layout nobody reviewed reaches a cluster.",
+    "Run `gpustack recommend BLUEPRINT --write`, review what it writes in place of auto, then compile.",
 )
 
 RECOMMEND_NO_FIT = _recommend(

@@ -55,13 +55,24 @@ def auto_pools(ctx: Context) -> tuple[PoolDemand, ...]:
         model = ctx.models.get(pool.name)
         if mig is None or not mig.auto or model is None or model.mig is None or pool.gpu is None:
             continue
-        found.append(_pool_demand(ctx, pool, model.key, model.mig))
+        shared_by = mig.time_slicing.replicas if mig.time_slicing is not None else 1
+        found.append(
+            pool_demand(ctx, pool, model.key, model.mig, mig.strategy, shared_by, layout_path=mig.groups[0].path)
+        )
     return tuple(found)
 
 
-def _pool_demand(ctx: Context, pool: NodePool, model_key: str, geometry: MigGeometry) -> PoolDemand:
-    mig = pool.sharing.mig
-    assert mig is not None and pool.gpu is not None
+def pool_demand(
+    ctx: Context,
+    pool: NodePool,
+    model_key: str,
+    geometry: MigGeometry,
+    strategy: MigStrategy,
+    shared_by: int,
+    layout_path: JsonPath,
+) -> PoolDemand:
+    """What the pool's workloads and quotas ask of it, per unit, as the pool's offers resolve them."""
+    assert pool.gpu is not None
     offers = ctx.offers[pool.name]
     unit_of = {o.resource: (o.profile or WHOLE) for o in offers}
     pods: dict[str, list[int]] = {}
@@ -71,7 +82,7 @@ def _pool_demand(ctx: Context, pool: NodePool, model_key: str, geometry: MigGeom
         if workload.pool != pool.name or requests is None:
             continue
         resource, amount = requests.items[0]
-        unit = _unit(ctx, workload.name, resource, unit_of, mig.strategy, geometry)
+        unit = _unit(ctx, workload.name, resource, unit_of, strategy, geometry)
         pods.setdefault(unit, []).extend([amount] * workload.pods)
         who.setdefault(unit, []).append(workload.name)
     quota: dict[str, int] = {}
@@ -94,17 +105,16 @@ def _pool_demand(ctx: Context, pool: NodePool, model_key: str, geometry: MigGeom
         for unit in order
         if unit in pods or unit in quota
     )
-    sharing = mig.time_slicing.replicas if mig.time_slicing is not None else 1
     return PoolDemand(
         pool=pool,
         model_key=model_key,
         geometry=geometry,
         gpus_per_node=pool.gpu.count,
         max_nodes=pool.node_count,
-        whole_allowed=mig.strategy is MigStrategy.MIXED,
-        shared_by=sharing,
+        whole_allowed=strategy is MigStrategy.MIXED,
+        shared_by=shared_by,
         needs=needs,
-        layout_path=mig.groups[0].path,
+        layout_path=layout_path,
     )
 
 
