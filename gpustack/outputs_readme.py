@@ -247,6 +247,14 @@ def render_readme(plan: Plan, grouped: dict[str, list[Manifest]], applied: set[s
         rows=sorted(rows, key=lambda row: row["file"]),
         has_nodes_script=any(a.path == "nodes/label-nodes.sh" for a in plan.artifacts),
         node_pools=[a.path for a in plan.artifacts if a.path.endswith(".node-pool.yaml")],
+        karpenter_pools=[
+            {
+                "file": shlex.quote(spec.file),
+                "node_class": shlex.quote(str(spec.document["spec"]["template"]["spec"]["nodeClassRef"]["name"])),
+            }
+            for spec in plan.node_pools
+            if spec.provider == "karpenter"
+        ],
         prerequisites=plan.prerequisites,
         first_files=files_before_charts(grouped, applied),
         prerequisite_script=PREREQUISITES_FILE if needed else None,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -48,3 +51,44 @@ def test_the_eksctl_file_spells_taints_and_ami_family_as_eksctl_does() -> None:
     [group] = yaml.safe_load(text)["managedNodeGroups"]
     assert group["taints"] == TAINT  # NoSchedule, not the EKS API's NO_SCHEDULE
     assert group["amiFamily"] == "AmazonLinux2023"
+
+
+def _karpenter_block(readme: str) -> str:
+    """The README's shell block that checks each Karpenter pool's EC2NodeClass before applying its NodePool."""
+    start = readme.index("kubectl get ec2nodeclasses.karpenter.k8s.aws")
+    return readme[start : readme.index("```", start)]
+
+
+def _run_block(block: str, tmp_path: Path, node_classes: set[str]) -> tuple[int, list[str]]:
+    """Runs the block with a stand-in kubectl that knows `node_classes` and records every call."""
+    log = tmp_path / "calls"
+    stub = tmp_path / "kubectl"
+    known = " ".join(sorted(node_classes))
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> {log}\n'
+        'if [ "$1" = get ]; then\n'
+        f'  for known in {known}; do [ "$3" = "$known" ] && exit 0; done\n'
+        "  exit 1\n"
+        "fi\n"
+    )
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-e", "-c", block], env=env, cwd=tmp_path, check=False)
+    return done.returncode, log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_readme_applies_a_karpenter_node_pool_only_once_its_ec2_node_class_exists(tmp_path: Path) -> None:
+    pool = cloud_pool("k", "karpenter", "L4", machineType="g6.xlarge", nodeClass="gpu-al2023")
+    readme = files(pool)["README.md"]
+    block = _karpenter_block(readme)
+    code, calls = _run_block(block, tmp_path, set())
+    assert code != 0 and calls == ["get ec2nodeclasses.karpenter.k8s.aws gpu-al2023"]  # nothing applied
+    (tmp_path / "calls").unlink()
+    code, calls = _run_block(block, tmp_path, {"gpu-al2023"})
+    assert code == 0
+    assert calls[-1] == "apply --server-side --field-manager=gpustack -f cloud/k.karpenter.yaml"
+
+
+def test_pools_of_other_clouds_get_no_karpenter_step() -> None:
+    assert "ec2nodeclasses" not in files(cloud_pool("g", "gke", "L4"))["README.md"]
