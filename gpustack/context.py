@@ -32,6 +32,7 @@ from gpustack.model import (
     Workload,
     amounts_for,
 )
+from gpustack.names import KAI_NAMESPACES
 from gpustack.needs import Requests, resolve_need
 from gpustack.offers import Offer, full_resource_name, offer_for, pool_offers
 from gpustack.quantity import GIB, parse_quantity
@@ -271,6 +272,8 @@ class Context:
             names.add(blueprint.hami.namespace)  # HAMi's device plugin runs there, on the HAMi pools
         if any(pool.allocation is Allocation.DRA for pool in blueprint.pools):
             names.add(blueprint.dra.namespace)  # the DRA driver's kubelet plugin runs there, on the DRA pools
+        if any(tenant.scheduler is Scheduler.KAI for tenant in blueprint.tenants):
+            names.update(KAI_NAMESPACES)  # KAI's scheduler, binder and reservation pods: a tenant there would own them
         return tuple(sorted(names))
 
     @cached_property

@@ -26,6 +26,9 @@ KUEUE_LOCAL_QUEUE = "default"
 VOLCANO_SCHEDULER = "volcano"
 VOLCANO_DEFAULT_QUEUE = "default"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# KAI Scheduler's chart: its release namespace, the binder's GPU-reservation pods (global.resourceReservation) and the
+# node-scale-adjuster's scaling pods (nodescaleadjuster.scalingPodNamespace). Their pods hold GPUs, never a tenant's.
+KAI_NAMESPACES = ("kai-scheduler", "kai-resource-reservation", "kai-scale-adjust")
 # HAMi: its device plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector default); gpustack adds
 # a label of its own that only HAMi pools carry, so a stray gpu=on elsewhere never starts a second plugin there.
 HAMI_DEVICE_PLUGIN_LABEL = "gpustack.io/device-plugin"

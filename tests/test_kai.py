@@ -16,7 +16,7 @@ import pytest
 from conftest import BLUEPRINTS
 
 from gpustack.capacity import capacity_data, format_text, measure_capacity
-from gpustack.codes import KAI_QUEUE_NAME, KAI_UNCOUNTED_SHARING
+from gpustack.codes import KAI_QUEUE_NAME, KAI_UNCOUNTED_SHARING, SYSTEM_NAMESPACE
 from gpustack.compile import compile_blueprint
 from gpustack.compile.kai import CHART_REPOSITORY, CHART_VERSION, leaf_quotas
 from gpustack.context import Context
@@ -223,3 +223,13 @@ def test_capacity_shows_each_kai_tenants_queue_beside_its_quota() -> None:
     result = validate_path(BLUEPRINTS / "kueue.yaml")
     assert result.context is not None
     assert all("kaiQueue" not in t for t in capacity_data(measure_capacity(result.context), "k")["tenants"])
+
+
+@pytest.mark.parametrize("namespace", ["kai-scheduler", "kai-resource-reservation", "kai-scale-adjust"])
+def test_a_tenant_may_not_claim_a_namespace_of_kais_own_pods(namespace: str) -> None:
+    """KAI's scheduler, binder and GPU-reservation pods run there: a tenant owning it would put its quota and
+    admission policy on them (or be handed their GPUs)."""
+    text = _source().replace("namespaces: [serving]", f"namespaces: [serving, {namespace}]")
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if f"namespaces: [serving, {namespace}]" in row)
+    assert (SYSTEM_NAMESPACE, line) in _diagnostics(text)
+    assert namespace in context().system_namespaces  # admission policies leave KAI's own pods alone

@@ -161,7 +161,7 @@ def check_system_namespaces(ctx: Context) -> Iterator[Diagnostic]:
                     SYSTEM_NAMESPACE,
                     (*tenant.path, "namespaces", i),
                     f"tenant '{tenant.name}' claims namespace '{namespace}', which belongs to the cluster's own "
-                    "components (GPU device plugins, the MIG manager, Kubernetes itself)",
+                    "components (GPU device plugins, the MIG manager, KAI Scheduler, Kubernetes itself)",
                     "those namespaces must reach every pool, so gpustack's admission policies leave them alone and "
                     "a tenant there would be unconfined; give the tenant a namespace of its own",
                 )

@@ -26,13 +26,10 @@ from typing import Any
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotPod, SnapshotQuota
 from gpustack.dra import CLASS_SUFFIX, load_facts
 from gpustack.model import PRIORITY_VALUES, UNLIMITED
-from gpustack.names import POOL_LABEL, TENANT_LABEL, priority_class_name
+from gpustack.names import KAI_NAMESPACES, POOL_LABEL, TENANT_LABEL, priority_class_name
 from gpustack.quantity import parse_quantity
 
 SYSTEM_NAMESPACE_PREFIXES = ("kube-", "openshift")
-# KAI Scheduler's chart: its release namespace, the binder's GPU-reservation pods (global.resourceReservation) and the
-# node-scale-adjuster's scaling pods (nodescaleadjuster.scalingPodNamespace). Their pods hold GPUs, never a tenant's.
-KAI_NAMESPACES = ("kai-scheduler", "kai-resource-reservation", "kai-scale-adjust")
 SYSTEM_NAMESPACES = frozenset(
     {"default", "gpu-operator", "nvidia-device-plugin", "kueue-system", "volcano-system", *KAI_NAMESPACES}
 )

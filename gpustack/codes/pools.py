@@ -50,7 +50,8 @@ SYSTEM_NAMESPACE = _references(
     "GS206",
     "a tenant claims a system namespace",
     "A tenant claims a namespace of the cluster's own components (kube-system, the device plugin's, the GPU "
-    "Operator's): admission policies leave those alone, so the tenant would be unconfined.",
+    "Operator's, KAI Scheduler's where a tenant uses KAI): admission policies leave those alone, so the tenant "
+    "would be unconfined.",
     "Give the tenant a namespace of its own.",
 )
 
