@@ -13,6 +13,12 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_DISABLED_CONFIG = "all-disabled"
 FIELD_MANAGER = "gpustack"
+# The cluster snapshot import, drift and simulate --cluster read (docs/import.md adds the operator's objects and the
+# schedulers' queues): the one spelling every hint and help text gives.
+SNAPSHOT_COMMAND = (
+    "kubectl get nodes,pods,priorityclasses,resourcequotas,limitranges,namespaces,persistentvolumeclaims,"
+    "validatingadmissionpolicybindings -A -o yaml"
+)
 MAX_LABEL_VALUE = 63
 # The Kubernetes minor where ValidatingAdmissionPolicy is GA: older clusters get no policies (GS803 warns).
 ADMISSION_POLICY_MINOR = 30

@@ -1,4 +1,4 @@
-"""A cluster snapshot: what `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml` prints.
+"""A cluster snapshot: what `kubectl get nodes,pods,... -A -o yaml` prints (names.SNAPSHOT_COMMAND, docs/import.md).
 
 Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept; JSON is
 YAML), then turned into small typed records. Only the fields gpustack reasons about are kept; every record knows
@@ -17,10 +17,12 @@ from typing import Any
 
 from gpustack.cluster.documents import joined, several_documents
 from gpustack.cluster.queues import SnapshotQueue, read_queue
+from gpustack.cluster.shapes import check_claim, check_limit_range, check_node, check_pod, check_unique, kind_of
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
 from gpustack.load import Document, parse_document, read_text
+from gpustack.names import SNAPSHOT_COMMAND
 from gpustack.quantity import parse_quantity
 
 KINDS = (
@@ -241,7 +243,7 @@ class _Reader:
         if isinstance(value, dict):
             return value
         if value is not None:
-            self.fail(path, f"{what} is {_kind_of(value)}", "a mapping", _KUBECTL_HINT)
+            self.fail(path, f"{what} is {kind_of(value)}", "a mapping", _KUBECTL_HINT)
         return None
 
     def string_map(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
@@ -249,7 +251,7 @@ class _Reader:
         out = []
         for key, item in found.items():
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                self.fail((*path, key), f"{what} {key!r} is {_kind_of(item)}", "a string", _KUBECTL_HINT)
+                self.fail((*path, key), f"{what} {key!r} is {kind_of(item)}", "a string", _KUBECTL_HINT)
                 continue
             out.append((key, str(item)))
         return tuple(sorted(out))
@@ -281,12 +283,12 @@ class _Reader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            self.fail(path, f"{what} list is {_kind_of(value)}", "a list of strings", _KUBECTL_HINT)
+            self.fail(path, f"{what} list is {kind_of(value)}", "a list of strings", _KUBECTL_HINT)
             return ()
         out = []
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                self.fail((*path, index), f"{what} is {_kind_of(item)}", "a string", _KUBECTL_HINT)
+                self.fail((*path, index), f"{what} is {kind_of(item)}", "a string", _KUBECTL_HINT)
                 continue
             out.append(item)
         return tuple(out)
@@ -295,28 +297,12 @@ class _Reader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"{what} is {_kind_of(value)}", "an integer", _KUBECTL_HINT)
+            self.fail(path, f"{what} is {kind_of(value)}", "an integer", _KUBECTL_HINT)
             return default
         return value
 
 
-_KUBECTL_HINT = (
-    "give the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`"
-)
-
-
-def _kind_of(value: Any) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
+_KUBECTL_HINT = f"give the unedited output of `{SNAPSHOT_COMMAND}`"
 
 
 def _items(reader: _Reader) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
@@ -342,6 +328,7 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
     meta = item["metadata"]
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
     status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
+    check_node(reader, spec, path)
     taints = []
     raw_taints = spec.get("taints") or []
     for index, raw in enumerate(raw_taints if isinstance(raw_taints, list) else []):
@@ -409,6 +396,7 @@ def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPo
         return None
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
     status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
+    check_pod(reader, item, path)
     node = spec.get("nodeName")
     phase = status.get("phase")
     priority_class = spec.get("priorityClassName")
@@ -536,13 +524,17 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "ValidatingAdmissionPolicyBinding": _policy_binding,
         "LocalQueue": _local_queue,
         "Queue": read_queue,
+        "LimitRange": check_limit_range,  # simulate reads these from the document (shapes.py): checked, no record
+        "PersistentVolumeClaim": check_claim,
     }
     kinds: set[str] = set()
+    seen: dict[tuple[str, str, str, str], JsonPath] = {}
     for item, path in _items(reader):
         kind = item.get("kind")
         if isinstance(kind, str):
             kinds.add(kind)
         if isinstance(kind, str) and kind in builders:
+            check_unique(reader, seen, item, kind, path)
             record = builders[kind](reader, item, path)
             if record is not None:
                 found[kind].append(record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpustack.codes.record import Stage
+from gpustack.names import SNAPSHOT_COMMAND
 
 _loading = Stage("loading the YAML", "gpustack/load.py, gpustack/event_reader.py")
 _snapshots = Stage("reading a cluster snapshot (`import`, `drift`, `simulate --cluster`)", "gpustack/cluster/")
@@ -98,7 +99,8 @@ SNAPSHOT_MALFORMED = _snapshots(
     "a cluster snapshot object is malformed",
     "An object in the cluster snapshot given to `import`, `drift` or `simulate --cluster` does not have the shape "
     "`kubectl get ... -o yaml` prints: a field of the wrong type, a missing name, a list where a mapping belongs.",
-    "Pass the unedited output of `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
+    f"Pass the unedited output of `{SNAPSHOT_COMMAND}` (docs/import.md). An object listed twice is an error too: "
+    "two overlapping outputs were joined, and which copy the cluster holds cannot be told.",
 )
 
 SNAPSHOT_UNKNOWN_PRODUCT = _snapshots(

@@ -13,6 +13,7 @@ from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invali
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError, JsonPath, Span, sort_diagnostics
 from gpustack.load import read_document
+from gpustack.names import SNAPSHOT_COMMAND
 from gpustack.simulate import run_simulation
 from gpustack.simulate.demand import TooManyPods
 from gpustack.simulate.hints import SCENARIO
@@ -42,7 +43,7 @@ def _version(context: click.Context, parameter: click.Parameter, value: str | No
     "--cluster",
     "cluster",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Start from a running cluster: `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml`.",
+    help=f"Start from a running cluster: `{SNAPSHOT_COMMAND}` (docs/import.md).",
 )
 @click.option(
     "--kubernetes-version",
