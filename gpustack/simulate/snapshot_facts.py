@@ -4,8 +4,8 @@ Read from the snapshot document itself, at each pod's path, so the snapshot read
 reads: a pod's labels and owner references (a running pod that IS a blueprint workload's pod counts once, as the
 workload's, not as a stranger beside it), the PersistentVolumeClaims its volumes mount, whether it has an
 `activeDeadlineSeconds` (the Terminating quota scope), and the PersistentVolumeClaims the snapshot holds. `kubectl get
--o yaml` writes these fields in their one shape; anything else in them is skipped, not reported: the reader has already
-checked every field a simulation depends on.
+-o yaml` writes these fields in their one shape, and cluster/shapes.py reports any other as the snapshot is read
+(GS020), so what is skipped here is only what a snapshot built in code leaves out.
 """
 
 from __future__ import annotations
