@@ -69,8 +69,9 @@ def test_the_repro_s_strings_are_refused_at_their_lines() -> None:
     ]
 
 
-def test_the_original_blueprint_is_valid() -> None:
-    # Valid; its Karpenter diskType is only warned about: a NodePool cannot carry it (GS316, the EC2NodeClass's).
+def test_the_original_blueprint_is_refused_only_for_its_karpenter_disk() -> None:
+    # Its strings pass their grammars; its Karpenter diskType is refused: a NodePool cannot carry it (GS316, the
+    # EC2NodeClass's, which gpustack does not write).
     assert [d.code for d in validate_text(K_YAML, "k.yaml").diagnostics] == ["GS316"]
 
 
@@ -217,6 +218,13 @@ def test_every_shipped_blueprint_still_validates(path: Path) -> None:
 # --- the review sees the block ----------------------------------------------------------------------------------
 
 
+# The review cases need a valid base: k.yaml with its Karpenter diskType moved to the GKE pool, where a disk type
+# reaches the cloud (GS316 refuses it on Karpenter).
+K_REVIEW = K_YAML.replace(", diskType: gp3}", "}").replace(
+    "zones: [us-central1-a]}", "zones: [us-central1-a], diskType: pd-balanced}"
+)
+
+
 def review_text(tmp_path: Path, old: str, new: str) -> str:
     (tmp_path / "k.yaml").write_text(old, encoding="utf-8")
     (tmp_path / "k2.yaml").write_text(new, encoding="utf-8")
@@ -226,7 +234,7 @@ def review_text(tmp_path: Path, old: str, new: str) -> str:
 
 
 def test_switching_the_karpenter_node_class_is_a_high_risk_and_a_field_change(tmp_path: Path) -> None:
-    report = review_text(tmp_path, K_YAML, K_YAML.replace('nodeClass: "default"', 'nodeClass: "admin-node-role"'))
+    report = review_text(tmp_path, K_REVIEW, K_REVIEW.replace('nodeClass: "default"', 'nodeClass: "admin-node-role"'))
     assert "no blueprint field changes" not in report
     assert "cloud.nodeClass: default -> admin-node-role" in report
     assert "[HIGH] Karpenter pool 'h100' moves to another EC2NodeClass" in report
@@ -236,10 +244,10 @@ def test_switching_the_karpenter_node_class_is_a_high_risk_and_a_field_change(tm
 def test_a_provider_change_is_a_high_risk_and_a_field_change(tmp_path: Path) -> None:
     report = review_text(
         tmp_path,
-        K_YAML,
-        K_YAML.replace("provider: gke, machineType", "provider: eks, machineType")
+        K_REVIEW,
+        K_REVIEW.replace("provider: gke, machineType", "provider: eks, machineType")
         .replace('"n2-standard-8"', "m5.2xlarge")
-        .replace("zones: [us-central1-a]", "zones: [us-east-1a]"),
+        .replace("zones: [us-central1-a], diskType: pd-balanced", "zones: [us-east-1a]"),
     )
     assert "cloud.provider: gke -> eks" in report
     assert "cloud.machineType: n2-standard-8 -> m5.2xlarge" in report
@@ -250,18 +258,18 @@ def test_a_provider_change_is_a_high_risk_and_a_field_change(tmp_path: Path) -> 
     ("old", "new", "line"),
     [
         ('zones: ["us-east-1a"]', 'zones: ["us-east-1b"]', "cloud.zones: [us-east-1a] -> [us-east-1b]"),
-        ("diskType: gp3", "diskType: io2", "cloud.diskType: gp3 -> io2"),
-        ("diskType: gp3", "diskType: gp3, spot: true", "cloud.spot: false -> true"),
+        ("diskType: pd-balanced", "diskType: pd-ssd", "cloud.diskType: pd-balanced -> pd-ssd"),
+        ('nodeClass: "default"', 'nodeClass: "default", spot: true', "cloud.spot: false -> true"),
     ],
 )
 def test_other_cloud_fields_are_listed_without_the_node_class_risk(
     tmp_path: Path, old: str, new: str, line: str
 ) -> None:
-    report = review_text(tmp_path, K_YAML, K_YAML.replace(old, new))
+    report = review_text(tmp_path, K_REVIEW, K_REVIEW.replace(old, new))
     assert line in report
     assert "karpenter-node-class-changed" not in report
 
 
 def test_an_unchanged_node_class_is_no_risk(tmp_path: Path) -> None:
-    report = review_text(tmp_path, K_YAML, K_YAML.replace("maxNodes: 2", "maxNodes: 3"))
+    report = review_text(tmp_path, K_REVIEW, K_REVIEW.replace("maxNodes: 2", "maxNodes: 3"))
     assert "karpenter-node-class-changed" not in report and "cloud.nodeClass" not in report

@@ -1,6 +1,6 @@
 """Karpenter and EKS pools (issue 26, item 6): spot with on-demand fallback, GPU nodes that Karpenter neither expires
 nor replaces for drift under running jobs, requirements by GPU name and count, every NodePool valid against
-Karpenter's own CRD; a disk type EKS would drop is refused."""
+Karpenter's own CRD; a disk setting EKS or Karpenter would drop is refused."""
 
 from __future__ import annotations
 
@@ -104,13 +104,15 @@ def test_an_eks_disk_type_is_refused_at_the_line() -> None:
     assert "launch template" in (result.diagnostics[0].message + (result.diagnostics[0].hint or ""))
 
 
-def test_a_karpenter_disk_setting_is_warned_where_it_is_written() -> None:
+def test_a_karpenter_disk_setting_is_refused_where_it_is_written() -> None:
+    """The NodePool cannot carry it and gpustack does not write the EC2NodeClass: refused, never dropped."""
     data = {
         "apiVersion": "gpustack.io/v1alpha1",
         "kind": "ClusterBlueprint",
         "metadata": {"name": "t"},
         "spec": {"kubernetes": {"version": "1.31"}, "nodePools": [karpenter(diskGb=200, nodeClass="gpu")]},
     }
-    [found] = validate_text(json.dumps(data), "t.json").diagnostics
-    assert (found.code, found.severity.value) == ("GS316", "warning")
+    result = validate_text(json.dumps(data), "t.json")
+    [found] = result.diagnostics
+    assert (found.code, found.severity.value) == ("GS316", "error") and not result.ok
     assert found.path == ("spec", "nodePools", 0, "cloud", "diskGb") and "EC2NodeClass 'gpu'" in (found.hint or "")

@@ -265,11 +265,11 @@ def check_karpenter_disks(ctx: Context) -> Iterator[Diagnostic]:
         for field, value in (("diskGb", cloud.disk_gb), ("diskType", cloud.disk_type)):
             if value is None:
                 continue
-            yield ctx.warning(
+            yield ctx.error(
                 KARPENTER_DISK_IGNORED,
                 (*cloud.path, field),
-                f"Karpenter pool '{pool.name}': a NodePool has no disk settings, so {field} {value} is not applied; "
-                f"the disks are EC2NodeClass '{cloud.node_class}''s",
+                f"Karpenter pool '{pool.name}': a NodePool has no disk settings, so {field} {value} would never reach "
+                f"AWS; the disks are EC2NodeClass '{cloud.node_class}''s, which gpustack reads but does not write",
                 f"remove {field} and set blockDeviceMappings in EC2NodeClass '{cloud.node_class}'",
             )
 

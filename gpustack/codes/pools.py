@@ -194,8 +194,9 @@ KARPENTER_DISK_IGNORED = _cloud(
     "GS316",
     "a Karpenter pool's diskGb or diskType, which its NodePool cannot carry",
     "A Karpenter pool sets `cloud.diskGb` or `cloud.diskType`, but a karpenter.sh/v1 NodePool has no disk fields: the "
-    "EC2NodeClass it names (`nodeClass`) sizes its nodes' disks with `blockDeviceMappings`, so the value would not "
-    "reach AWS.",
+    "EC2NodeClass it names (`nodeClass`) sizes its nodes' disks with `blockDeviceMappings`, and gpustack references "
+    "that EC2NodeClass by name without writing it, so the value would never reach AWS. Refused, as EKS's is, rather "
+    "than dropped: a disk the blueprint states must be the disk the nodes get.",
     "Remove the field and set `blockDeviceMappings` in the EC2NodeClass the pool names.",
 )
 
