@@ -47,6 +47,9 @@ class Configs:
     parted: dict[str, list[Any]]  # mig-parted config name (the nvidia.com/mig.config value) -> its entries
     guesses: tuple[str, ...]  # for the blueprint's header, each a `# guessed:` line
     ignored: tuple[str, ...]  # likewise, `# ignored:` lines
+    # Where the standalone device plugin's configs were read, when nothing says a GPU Operator runs (no ClusterPolicy
+    # in the snapshot): that chart is installed, so import writes stack: device-plugin
+    standalone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,10 +145,12 @@ def _read(
     what: str,
     entries: Entries,
     guesses: list[str],
+    origin: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Key -> value over the sources in order, each ConfigMap read once; a key defined twice keeps the first."""
+    """Key -> value over the sources in order, each ConfigMap read once; a key defined twice keeps the first (and
+    `origin` says which ConfigMap, namespace/name, each key came from)."""
     found: dict[str, Any] = {}
-    origin: dict[str, str] = {}
+    origin = {} if origin is None else origin
     seen: set[str] = set()
     for source in sources:
         maps = [m for m in by_namespace.get(source.namespace, ()) if source.name in (None, m.name)]
@@ -203,6 +208,13 @@ def read_configs(snapshot: ClusterSnapshot) -> Configs:
     for config_map in sorted(snapshot.config_maps, key=lambda m: (m.namespace, m.name)):
         if config_map.namespace in trusted:
             by_namespace.setdefault(config_map.namespace, []).append(config_map)
-    plugin = _read(by_namespace, snapshot.file, plugin_sources, "device plugin config", _plugin_entries, guesses)
+    origin: dict[str, str] = {}
+    plugin = _read(
+        by_namespace, snapshot.file, plugin_sources, "device plugin config", _plugin_entries, guesses, origin
+    )
     parted = _read(by_namespace, snapshot.file, parted_sources, "mig-parted config", _parted_entries, guesses)
-    return Configs(plugin, parted, tuple(guesses), _ignored(snapshot, trusted))
+    standalone = None
+    if not snapshot.cluster_policies:
+        places = sorted(place for place in origin.values() if place.startswith(f"{DEFAULT_DEVICE_PLUGIN_NAMESPACE}/"))
+        standalone = places[0] if places else None
+    return Configs(plugin, parted, tuple(guesses), _ignored(snapshot, trusted), standalone)

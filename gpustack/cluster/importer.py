@@ -32,7 +32,14 @@ from gpustack.cluster.labels import (
     model_by_family,
     user_taints,
 )
-from gpustack.cluster.sharing import base_product, int_label, mig_sharing, mig_time_slicing, replication
+from gpustack.cluster.sharing import (
+    base_product,
+    int_label,
+    mig_sharing,
+    mig_time_slicing,
+    plugin_flags,
+    replication,
+)
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
 from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
@@ -71,6 +78,12 @@ class _Pool:
     provider: tuple[str, str] | None = None  # the provider's node-pool label: a selector pool
     dra: bool = False  # the GPU Operator's plugin switched off on a non-HAMi node: the DRA driver's GPUs
     config_name: str | None = None  # the nodes' nvidia.com/device-plugin.config: the cluster's name, kept
+    flags: dict[str, Any] = field(default_factory=dict)  # that config's flags, by the blueprint's names: kept
+
+    @property
+    def served(self) -> bool:
+        """Whether the NVIDIA device plugin (with its config) serves the pool: not HAMi's, not DRA's, understood."""
+        return not self.unknown and not self.dra and (self.sharing or {}).get("strategy") != "hami"
 
     def advertised(self) -> dict[str, int]:
         """nvidia.com resource -> total allocatable over the pool's nodes."""
@@ -109,6 +122,7 @@ def _node_pool(
         )
     count = int_label(node, COUNT)
     sharing: dict[str, Any] | None
+    flags: dict[str, Any] = {}
     if node.label(HAMI_DEVICE_PLUGIN_LABEL) == HAMI_DEVICE_PLUGIN:
         sharing = {"strategy": "hami"}
         gpus, advertised = int_label(node, COUNT), int(node.allocatable_amount(GPU_RESOURCE))
@@ -122,6 +136,7 @@ def _node_pool(
         if whole is not None:
             count = whole
         plugin_config = plugin_configs.get(node.label(DEVICE_PLUGIN_CONFIG_LABEL) or "")
+        flags = plugin_flags(plugin_config, node.label(DEVICE_PLUGIN_CONFIG_LABEL) or "", guesses)
         if sharing is None:
             sharing = replication(node, product, plugin_config, guesses)
         elif isinstance(sharing.get("mig"), dict) and sharing["mig"].get("strategy") == "mixed":
@@ -174,6 +189,7 @@ def _node_pool(
         provider=provider,
         dra=dra,
         config_name=node.label(DEVICE_PLUGIN_CONFIG_LABEL) or None,
+        flags=flags,
     )
 
 
@@ -219,7 +235,7 @@ def _smallest(nodes: Iterable[SnapshotNode], resource: str) -> str | None:
     return min(found)[1] if found else None
 
 
-def _pool_data(pool: _Pool) -> dict[str, Any]:
+def _pool_data(pool: _Pool, cluster_flags: Mapping[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"name": pool.name}
     if not pool.unknown:  # a GPU not understood: its node has a pool, the pool no gpu until one is set by hand
         data["gpu"] = pool.gpu
@@ -255,10 +271,17 @@ def _pool_data(pool: _Pool) -> dict[str, Any]:
         data["allocation"] = "dra"
     if pool.sharing is not None and "unreadable-mig" not in pool.sharing and not pool.unknown:
         data["sharing"] = pool.sharing
-    served = not pool.unknown and not pool.dra and (pool.sharing or {}).get("strategy") != "hami"
-    if served and pool.config_name is not None:
-        data["devicePlugin"] = {"configName": pool.config_name}  # kept: a new name would restart the plugin
+    own = {"flags": pool.flags} if pool.flags and pool.flags != cluster_flags else {}
+    if pool.served and pool.config_name is not None:
+        # kept: a new name, or a config without the flags the nodes run with, would restart the plugin
+        data["devicePlugin"] = {**own, "configName": pool.config_name}
     return data
+
+
+def _cluster_flags(pools: list[_Pool]) -> dict[str, Any]:
+    """The flags every pool the device plugin serves with a config shares: written once, as spec.devicePlugin.flags."""
+    configured = [pool.flags for pool in pools if pool.served and pool.config_name is not None]
+    return configured[0] if configured and all(flags == configured[0] for flags in configured) else {}
 
 
 def _kubernetes_version(snapshot: ClusterSnapshot) -> tuple[str, str | None]:
@@ -272,12 +295,18 @@ def _kubernetes_version(snapshot: ClusterSnapshot) -> tuple[str, str | None]:
     return f"{minors[0][0]}.{minors[0][1]}", None
 
 
-def _stack_guess(pools: list[_Pool], catalog: Catalog) -> str | None:
-    """Why the cluster runs the standalone device plugin, not the GPU Operator; None where nothing says so.
+def _stack_guess(snapshot: ClusterSnapshot, pools: list[_Pool], catalog: Catalog, standalone: str | None) -> str | None:
+    """Why the cluster runs the standalone device plugin, not the GPU Operator; None where nothing says so, or where
+    a ClusterPolicy says the operator runs (a second plugin beside its own would advertise the same GPUs).
 
-    The operator's MIG manager labels every MIG-capable GPU node with a `nvidia.com/mig.config` (its default
-    config where none was chosen), so MIG-capable nodes none of which carries one have no MIG manager.
+    The standalone chart's configs in its namespace say it is installed (the operator puts nothing there). The
+    operator's MIG manager labels every MIG-capable GPU node with a `nvidia.com/mig.config` (its default config where
+    none was chosen), so MIG-capable nodes none of which carries one have no MIG manager.
     """
+    if snapshot.cluster_policies:
+        return None
+    if standalone is not None:
+        return f"the device plugin's configs are in ConfigMap {standalone}, the standalone chart's namespace"
     capable = [
         node
         for pool in pools
@@ -319,7 +348,9 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     known = list(pools)
     left_out: list[_Pool] = []  # the last resort, written commented out after the blueprint
     refused: dict[str, int] = {}  # tenant -> 1: written without its scheduler, 2: left out
-    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused)
+    data, tenant_notes, stack_guess, version_guess = _assemble(
+        snapshot, name, known, catalog, refused, configs.standalone
+    )
     for _ in range(3):  # a pool that does not validate loses its sharing, then its gpu, then its place
         failing, tenants = _failing(data)
         if not failing and not tenants:
@@ -338,7 +369,9 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
             else:
                 known.remove(pool)
                 left_out.append(pool)
-        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused)
+        data, tenant_notes, stack_guess, version_guess = _assemble(
+            snapshot, name, known, catalog, refused, configs.standalone
+        )
     spec = data["spec"]
     notes = {("nodePools", p.name): p.guesses for p in known}
     notes.update({("tenants", t): g for t, g in tenant_notes.items()})
@@ -384,7 +417,12 @@ def _failing(data: dict[str, Any]) -> tuple[list[int], list[int]]:
 
 
 def _assemble(
-    snapshot: ClusterSnapshot, name: str, known: list[_Pool], catalog: Catalog, refused: Mapping[str, int]
+    snapshot: ClusterSnapshot,
+    name: str,
+    known: list[_Pool],
+    catalog: Catalog,
+    refused: Mapping[str, int],
+    standalone: str | None,
 ) -> tuple[dict[str, Any], dict[str, list[str]], str | None, str | None]:
     """The blueprint of these pools, their tenants' guesses, and the stack and version guesses; a tenant the
     validator refused once is written without its scheduler, twice not at all (a header note says so)."""
@@ -397,13 +435,16 @@ def _assemble(
     tenants = [tenant for tenant in tenants if refused.get(tenant["name"], 0) < 2]
     version, version_guess = _kubernetes_version(snapshot)
     spec: dict[str, Any] = {"kubernetes": {"version": version}}
-    stack_guess = _stack_guess(known, catalog)
+    stack_guess = _stack_guess(snapshot, known, catalog, standalone)
     if stack_guess is not None:
         spec["stack"] = "device-plugin"
     operator = operator_namespace(snapshot)
     if stack_guess is None and operator is not None and operator != DEFAULT_GPU_OPERATOR_NAMESPACE:
         spec["gpuOperator"] = {"namespace": operator}  # where it runs (OpenShift: nvidia-gpu-operator), kept
-    spec["nodePools"] = [_pool_data(p) for p in known]
+    flags = _cluster_flags(known)
+    if flags:
+        spec["devicePlugin"] = {"flags": flags}
+    spec["nodePools"] = [_pool_data(p, flags) for p in known]
     if tenants:
         spec["tenants"] = tenants
     data = {
@@ -485,6 +526,7 @@ def _render(
 ) -> str:
     """The blueprint as YAML, with each pool's and tenant's guesses as comments above its `- name:` line."""
     lines: list[str] = [_one_line(text) for text in header]
+    cluster_flags = data["spec"].get("devicePlugin", {}).get("flags", {})
     section = ""
     for line in dump_yaml(data).splitlines():
         stripped = line.strip()
@@ -497,5 +539,5 @@ def _render(
         lines.append(line)
     for pool in left_out:
         lines += ["", f"# pool '{pool.name}' left out (see the import warnings); uncomment once fixed:"]
-        lines += [f"#   {line}" for line in dump_yaml([_pool_data(pool)]).splitlines()]
+        lines += [f"#   {line}" for line in dump_yaml([_pool_data(pool, cluster_flags)]).splitlines()]
     return "\n".join(lines) + "\n"

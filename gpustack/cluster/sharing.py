@@ -28,6 +28,64 @@ def int_label(node: SnapshotNode, key: str) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
+def config_count(value: Any) -> int | None:
+    """A count a ConfigMap's config writes (replicas, MIG devices per GPU): a positive integer, else None. The config
+    is any YAML an admin wrote: a string, a fraction or a boolean there is not understood, never coerced."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def config_flag(block: Mapping[str, Any], key: str) -> bool | None:
+    """A boolean a config writes; None where it is absent or not a boolean (YAML's `"false"` is a string: not False)."""
+    value = block.get(key)
+    return value if isinstance(value, bool) else None
+
+
+# The device plugin's config flags a blueprint can state (spec.devicePlugin.flags / a pool's devicePlugin.flags):
+# (blueprint name, the config's section: flags or flags.plugin); compile/device_plugin.py writes them back there.
+PLUGIN_FLAGS = (
+    ("failOnInitError", "flags"),
+    ("nvidiaDriverRoot", "flags"),
+    ("passDeviceSpecs", "plugin"),
+    ("deviceListStrategy", "plugin"),
+    ("deviceIDStrategy", "plugin"),
+)
+LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
+
+
+def _flag_value(name: str, value: Any) -> Any:
+    """The value as the blueprint's schema takes it; None where it does not."""
+    if name in ("failOnInitError", "passDeviceSpecs"):
+        return value if isinstance(value, bool) else None
+    if name == "nvidiaDriverRoot":
+        return value if isinstance(value, str) and value.startswith("/") else None
+    if name == "deviceIDStrategy":
+        return value if value in ("uuid", "index") else None
+    listed = [value] if isinstance(value, str) else value
+    understood = isinstance(listed, list) and listed and all(s in LIST_STRATEGIES for s in listed)
+    return value if understood and len(set(listed)) == len(listed) else None
+
+
+def plugin_flags(config: Mapping[str, Any] | None, name: str, guesses: list[str]) -> dict[str, Any]:
+    """The flags a device plugin config sets, by the blueprint's names: kept, so the config compile writes for the
+    pool is the one its nodes run (a dropped passDeviceSpecs or nvidiaDriverRoot would cost running pods their
+    GPUs). A value the schema cannot take is left out with a note."""
+    flags = config.get("flags") if config is not None else None
+    if not isinstance(flags, dict):
+        return {}
+    sections = {"flags": flags, "plugin": flags.get("plugin") if isinstance(flags.get("plugin"), dict) else {}}
+    out: dict[str, Any] = {}
+    for key, section in PLUGIN_FLAGS:
+        raw = sections[section].get(key)
+        if raw is None:
+            continue
+        value = _flag_value(key, raw)
+        if value is None:
+            guesses.append(f"devicePlugin.flags.{key}: the device plugin config '{name}' gives {raw!r}; left out")
+            continue
+        out[key] = value
+    return out
+
+
 def base_product(product: str) -> str:
     base = product[: -len(SHARED_SUFFIX)] if product.upper().endswith(SHARED_SUFFIX) else product
     return MIG_SUFFIX.sub("", base)
@@ -45,15 +103,23 @@ def replication(
             block = sharing_config.get(kind)
             resources = block.get("resources") if isinstance(block, dict) else None
             if isinstance(block, dict) and isinstance(resources, list) and resources and isinstance(resources[0], dict):
-                settings: dict[str, Any] = {"replicas": int(resources[0].get("replicas", replicas))}
-                settings["renameByDefault"] = bool(block.get("renameByDefault", False))
-                settings["failRequestsGreaterThanOne"] = bool(block.get("failRequestsGreaterThanOne", False))
+                count = config_count(resources[0].get("replicas", replicas))
+                if count is None:
+                    guesses.append(
+                        f"{kind}: the device plugin config '{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' "
+                        f"gives replicas {resources[0].get('replicas')!r}, not a count; the node's labels are read"
+                    )
+                    break
+                settings: dict[str, Any] = {"replicas": count}
+                settings["renameByDefault"] = config_flag(block, "renameByDefault") or False
+                settings["failRequestsGreaterThanOne"] = config_flag(block, "failRequestsGreaterThanOne") or False
                 return {"strategy": "time-slicing" if kind == "timeSlicing" else "mps", kind: settings}
     if strategy in ("time-slicing", "mps") and replicas > 1:
         kind = "timeSlicing" if strategy == "time-slicing" else "mps"
+        missing = "was not in the snapshot" if plugin_config is None else "could not be read"
         guesses.append(
             f"failRequestsGreaterThanOne: not on the node's labels (the device plugin config "
-            f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' was not in the snapshot); gpustack's default"
+            f"'{node.label(DEVICE_PLUGIN_CONFIG_LABEL) or 'default'}' {missing}); gpustack's default"
         )
         return {"strategy": strategy, kind: {"replicas": replicas, "renameByDefault": renamed}}
     if product.upper().endswith(SHARED_SUFFIX) or renamed:
@@ -80,11 +146,10 @@ def _mig_groups(entries: list[Any], gpus: int, model: GpuModel | None) -> list[d
         if not isinstance(layout, dict):
             return None
         indexes = list(range(gpus)) if devices == "all" else devices
-        if not isinstance(indexes, list):
-            return None
-        groups.append(
-            {"devices": indexes, "layout": {current_profile(model, str(k)): int(v) for k, v in layout.items()}}
-        )
+        counts = {current_profile(model, str(k)): config_count(v) for k, v in layout.items()}
+        if not isinstance(indexes, list) or None in counts.values():
+            return None  # a count that is not one: the layout is not understood (GS023), never guessed at
+        groups.append({"devices": indexes, "layout": counts})
     return groups if any("layout" in group for group in groups) else None
 
 
@@ -125,7 +190,7 @@ def mig_time_slicing(
         counts: dict[str, int] = {}
         unmade: list[str] = []
         for entry in listed:
-            if not isinstance(entry, dict) or not isinstance(entry.get("replicas"), int):
+            if not isinstance(entry, dict) or config_count(entry.get("replicas")) is None:
                 continue
             name = str(entry.get("name", ""))
             if name in resources:
@@ -143,8 +208,8 @@ def mig_time_slicing(
         if counts:
             return {
                 "replicas": _replicas_field(counts, resources),
-                "renameByDefault": bool(block.get("renameByDefault", False)),
-                "failRequestsGreaterThanOne": bool(block.get("failRequestsGreaterThanOne", False)),
+                "renameByDefault": config_flag(block, "renameByDefault") or False,
+                "failRequestsGreaterThanOne": config_flag(block, "failRequestsGreaterThanOne") or False,
             }
     labelled = {
         profile: int(value)
@@ -204,9 +269,10 @@ def mig_sharing(
             profile = current_profile(model, match["profile"])  # a 450-series driver's 3g.21gb is 3g.20gb
             totals[profile] = totals.get(profile, 0) + int(value)
     if count and totals and all(total % count == 0 for total in totals.values()):
+        missing = "was not in the snapshot" if config not in parted else "could not be read"
         guesses.append(
             f"MIG layout: the same on every GPU, from the node's MIG device counts divided by its {count} GPUs "
-            f"(the mig-parted config '{config}' was not in the snapshot)"
+            f"(the mig-parted config '{config}' {missing})"
         )
         layout = {profile: total // count for profile, total in sorted(totals.items())}
         return {"strategy": "mig", "mig": {"strategy": "mixed", "layout": layout}}, None
