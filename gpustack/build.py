@@ -98,6 +98,7 @@ def _gpu_operator(data: Data) -> GpuOperator:
         chart_version=get(data, d.GPU_OPERATOR, "chartVersion"),
         repository=get(data, d.GPU_OPERATOR, "repository"),
         namespace=get(data, d.GPU_OPERATOR, "namespace"),
+        release_name=get(data, d.GPU_OPERATOR, "releaseName"),
         driver=data.get("driver"),
         toolkit=data.get("toolkit"),
         nfd=get(data, d.GPU_OPERATOR, "nfd"),
@@ -145,6 +146,7 @@ def _device_plugin(data: Data) -> DevicePlugin:
         chart_version=get(data, d.DEVICE_PLUGIN, "chartVersion"),
         repository=get(data, d.DEVICE_PLUGIN, "repository"),
         namespace=get(data, d.DEVICE_PLUGIN, "namespace"),
+        release_name=get(data, d.DEVICE_PLUGIN, "releaseName"),
         gfd=get(data, d.DEVICE_PLUGIN, "gfd"),
         flags=_flags(data.get("flags", {})),
     )

@@ -28,6 +28,7 @@ from gpustack.diagnostic import JsonPath
 DEFAULT_CHART_VERSION: str = schema_default(DEVICE_PLUGIN, "chartVersion")
 DEFAULT_CHART_REPOSITORY: str = schema_default(DEVICE_PLUGIN, "repository")
 DEFAULT_DEVICE_PLUGIN_NAMESPACE: str = schema_default(DEVICE_PLUGIN, "namespace")
+DEFAULT_DEVICE_PLUGIN_RELEASE: str = schema_default(DEVICE_PLUGIN, "releaseName")
 DEFAULT_MIG_NAMESPACE: str = schema_default(MIG_MANAGER, "namespace")
 DEFAULT_MIG_CONFIGMAP: str = schema_default(MIG_MANAGER, "configMap")
 # HAMi v2.10.0 (2026-08-21), the release the chart values gpustack writes were checked against.
@@ -52,6 +53,7 @@ DEFAULT_VOLCANO_QUEUE_WEIGHT: int = schema_default(TENANT_VOLCANO, "weight")
 DEFAULT_GPU_OPERATOR_CHART_VERSION: str = schema_default(GPU_OPERATOR, "chartVersion")
 DEFAULT_GPU_OPERATOR_REPOSITORY: str = schema_default(GPU_OPERATOR, "repository")
 DEFAULT_GPU_OPERATOR_NAMESPACE: str = schema_default(GPU_OPERATOR, "namespace")
+DEFAULT_GPU_OPERATOR_RELEASE: str = schema_default(GPU_OPERATOR, "releaseName")
 # The NVIDIA DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1, 2026-06-30: the newest published
 # chart), an OCI chart on registry.k8s.io; the chart refuses the `default` namespace.
 DEFAULT_DRA_CHART_VERSION: str = schema_default(DRA, "chartVersion")
@@ -134,6 +136,7 @@ class DevicePlugin:
     chart_version: str = DEFAULT_CHART_VERSION
     repository: str = DEFAULT_CHART_REPOSITORY
     namespace: str = DEFAULT_DEVICE_PLUGIN_NAMESPACE
+    release_name: str = DEFAULT_DEVICE_PLUGIN_RELEASE
     gfd: bool = schema_default(DEVICE_PLUGIN, "gfd")
     flags: DevicePluginFlags = field(default_factory=DevicePluginFlags)
     path: JsonPath = ("spec", "devicePlugin")
@@ -152,6 +155,7 @@ class GpuOperator:
     chart_version: str = DEFAULT_GPU_OPERATOR_CHART_VERSION
     repository: str = DEFAULT_GPU_OPERATOR_REPOSITORY
     namespace: str = DEFAULT_GPU_OPERATOR_NAMESPACE
+    release_name: str = DEFAULT_GPU_OPERATOR_RELEASE
     driver: bool | None = None  # None: as the cloud pools' node images decide (gpustack.cloud.operator_parts)
     toolkit: bool | None = None
     nfd: bool = schema_default(GPU_OPERATOR, "nfd")

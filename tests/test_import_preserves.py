@@ -180,3 +180,49 @@ def test_an_unreadable_mig_parted_count_is_not_guessed_at() -> None:
     (pool,) = data["spec"]["nodePools"]
     assert pool["sharing"]["mig"]["layout"] == {"1g.10gb": 7}
     assert "the mig-parted config 'custom' could not be read" in text
+
+
+def _released(config_map_name: str, release: str) -> str:
+    """The standalone plugin installed as another release: its ConfigMap is named after it, and Helm's annotation
+    says which release made it."""
+    text = _cluster({"Tesla-T4": T4_CONFIG})
+    data = yaml.safe_load(text)
+    (config_map,) = [item for item in data["items"] if item["kind"] == "ConfigMap"]
+    config_map["metadata"]["name"] = config_map_name
+    config_map["metadata"]["annotations"] = {"meta.helm.sh/release-name": release}
+    return dump_yaml(data)
+
+
+def test_the_standalone_plugins_release_name_is_kept() -> None:
+    """`helm install nvdp nvidia/nvidia-device-plugin`: the chart's ConfigMap is nvdp-nvidia-device-plugin-configs.
+    Compiled as `nvidia-device-plugin`, Helm would install a second plugin beside nvdp's."""
+    data, text = _imported(_released("nvdp-nvidia-device-plugin-configs", "nvdp"))
+    assert data["spec"]["stack"] == "device-plugin" and data["spec"]["devicePlugin"]["releaseName"] == "nvdp"
+    check = validate_text(text, "imported.yaml")
+    assert check.context is not None
+    releases = compile_blueprint(check.context).releases
+    assert [(r.name, r.chart, r.namespace) for r in releases] == [
+        ("nvdp", "nvidia-device-plugin", "nvidia-device-plugin")
+    ]
+
+
+def test_the_operators_release_name_is_kept_from_its_cluster_policy() -> None:
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy", "annotations": {"meta.helm.sh/release-name": "nvidia-gpu-operator"}},
+        "status": {"namespace": "nvidia-gpu-operator", "state": "ready"},
+    }
+    data, text = _imported(_cluster({"Tesla-T4": T4_CONFIG}, policy))
+    assert data["spec"]["gpuOperator"] == {"namespace": "nvidia-gpu-operator", "releaseName": "nvidia-gpu-operator"}
+    check = validate_text(text, "imported.yaml")
+    assert check.context is not None
+    (release,) = [r for r in compile_blueprint(check.context).releases if r.chart == "gpu-operator"]
+    assert (release.name, release.namespace) == ("nvidia-gpu-operator", "nvidia-gpu-operator")
+
+
+@pytest.mark.parametrize("release", ["Bad Name", "x" * 54, "-lead", "a..b"])
+def test_a_release_name_no_helm_release_can_have_is_noted_and_the_default_kept(release: str) -> None:
+    data, text = _imported(_released("nvidia-device-plugin-configs", release))
+    assert "releaseName" not in data["spec"].get("devicePlugin", {})
+    assert "which no Helm release can be called; ignored" in text

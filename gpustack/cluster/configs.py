@@ -22,6 +22,7 @@ Facts are read before guesses; a key that two ConfigMaps define differently keep
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,10 @@ class Configs:
     # Where the standalone device plugin's configs were read, when nothing says a GPU Operator runs (no ClusterPolicy
     # in the snapshot): that chart is installed, so import writes stack: device-plugin
     standalone: str | None = None
+    # The Helm releases the charts run as (their objects' meta.helm.sh/release-name): the operator's from its
+    # ClusterPolicy, the standalone plugin's from the ConfigMap its configs were read from. Import keeps them.
+    operator_release: str | None = None
+    standalone_release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,8 +218,23 @@ def read_configs(snapshot: ClusterSnapshot) -> Configs:
         by_namespace, snapshot.file, plugin_sources, "device plugin config", _plugin_entries, guesses, origin
     )
     parted = _read(by_namespace, snapshot.file, parted_sources, "mig-parted config", _parted_entries, guesses)
-    standalone = None
-    if not snapshot.cluster_policies:
-        places = sorted(place for place in origin.values() if place.startswith(f"{DEFAULT_DEVICE_PLUGIN_NAMESPACE}/"))
-        standalone = places[0] if places else None
-    return Configs(plugin, parted, tuple(guesses), _ignored(snapshot, trusted), standalone)
+    places = sorted(place for place in origin.values() if place.startswith(f"{DEFAULT_DEVICE_PLUGIN_NAMESPACE}/"))
+    standalone = places[0] if places and not snapshot.cluster_policies else None
+    made_by = {_place(config_map): config_map.release for config_map in snapshot.config_maps}
+    policy = _policy(snapshot, [])
+    operator_release = _release(policy.release if policy is not None else None, guesses)
+    standalone_release = _release(made_by.get(standalone) if standalone is not None else None, guesses)
+    return Configs(
+        plugin, parted, tuple(guesses), _ignored(snapshot, trusted), standalone, operator_release, standalone_release
+    )
+
+
+_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")  # Helm's, as the schema's
+
+
+def _release(name: str | None, guesses: list[str]) -> str | None:
+    """A release name the annotation gives, where Helm could have made it (else a note: the default is written)."""
+    if name is None or (len(name) <= 53 and _RELEASE.match(name)):
+        return name
+    guesses.append(f"Helm release: the annotation names {name[:60]!r}, which no Helm release can be called; ignored")
+    return None

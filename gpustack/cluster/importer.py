@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog
-from gpustack.cluster.configs import operator_namespace, read_configs
+from gpustack.cluster.configs import Configs, operator_namespace, read_configs
 from gpustack.cluster.labels import (
     COUNT,
     GPU_RESOURCE,
@@ -45,7 +45,7 @@ from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
-from gpustack.model import DEFAULT_GPU_OPERATOR_NAMESPACE
+from gpustack.model import DEFAULT_DEVICE_PLUGIN_RELEASE, DEFAULT_GPU_OPERATOR_NAMESPACE, DEFAULT_GPU_OPERATOR_RELEASE
 from gpustack.names import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GFD_PRODUCT_LABEL,
@@ -348,9 +348,7 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     known = list(pools)
     left_out: list[_Pool] = []  # the last resort, written commented out after the blueprint
     refused: dict[str, int] = {}  # tenant -> 1: written without its scheduler, 2: left out
-    data, tenant_notes, stack_guess, version_guess = _assemble(
-        snapshot, name, known, catalog, refused, configs.standalone
-    )
+    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused, configs)
     for _ in range(3):  # a pool that does not validate loses its sharing, then its gpu, then its place
         failing, tenants = _failing(data)
         if not failing and not tenants:
@@ -369,9 +367,7 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
             else:
                 known.remove(pool)
                 left_out.append(pool)
-        data, tenant_notes, stack_guess, version_guess = _assemble(
-            snapshot, name, known, catalog, refused, configs.standalone
-        )
+        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused, configs)
     spec = data["spec"]
     notes = {("nodePools", p.name): p.guesses for p in known}
     notes.update({("tenants", t): g for t, g in tenant_notes.items()})
@@ -422,7 +418,7 @@ def _assemble(
     known: list[_Pool],
     catalog: Catalog,
     refused: Mapping[str, int],
-    standalone: str | None,
+    configs: Configs,
 ) -> tuple[dict[str, Any], dict[str, list[str]], str | None, str | None]:
     """The blueprint of these pools, their tenants' guesses, and the stack and version guesses; a tenant the
     validator refused once is written without its scheduler, twice not at all (a header note says so)."""
@@ -435,15 +431,19 @@ def _assemble(
     tenants = [tenant for tenant in tenants if refused.get(tenant["name"], 0) < 2]
     version, version_guess = _kubernetes_version(snapshot)
     spec: dict[str, Any] = {"kubernetes": {"version": version}}
-    stack_guess = _stack_guess(snapshot, known, catalog, standalone)
+    stack_guess = _stack_guess(snapshot, known, catalog, configs.standalone)
     if stack_guess is not None:
         spec["stack"] = "device-plugin"
+        if configs.standalone_release not in (None, DEFAULT_DEVICE_PLUGIN_RELEASE):
+            spec["devicePlugin"] = {"releaseName": configs.standalone_release}  # Helm upgrades it, installs none
     operator = operator_namespace(snapshot)
     if stack_guess is None and operator is not None and operator != DEFAULT_GPU_OPERATOR_NAMESPACE:
         spec["gpuOperator"] = {"namespace": operator}  # where it runs (OpenShift: nvidia-gpu-operator), kept
+    if stack_guess is None and configs.operator_release not in (None, DEFAULT_GPU_OPERATOR_RELEASE):
+        spec.setdefault("gpuOperator", {})["releaseName"] = configs.operator_release
     flags = _cluster_flags(known)
     if flags:
-        spec["devicePlugin"] = {"flags": flags}
+        spec.setdefault("devicePlugin", {})["flags"] = flags
     spec["nodePools"] = [_pool_data(p, flags) for p in known]
     if tenants:
         spec["tenants"] = tenants

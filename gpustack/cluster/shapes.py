@@ -132,6 +132,16 @@ def check_claim(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Non
     reader.name(item, path)
 
 
+HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"  # Helm writes it on every object a release makes
+
+
+def helm_release(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> str | None:
+    """The Helm release that made an object, from its annotations (checked as a string map); None where none did."""
+    meta = _fields(item, "metadata")
+    annotations = dict(reader.string_map(meta.get("annotations"), (*path, "metadata", "annotations"), "annotation"))
+    return annotations.get(HELM_RELEASE_ANNOTATION) or None
+
+
 def object_key(item: Mapping[str, Any], kind: str) -> tuple[str, str, str, str] | None:
     """(API group, kind, namespace, name) of an object that has a name; None otherwise (its reader says why)."""
     meta = item.get("metadata")

@@ -72,7 +72,8 @@ def plugin_flags(config: Mapping[str, Any] | None, name: str, guesses: list[str]
     flags = config.get("flags") if config is not None else None
     if not isinstance(flags, dict):
         return {}
-    sections = {"flags": flags, "plugin": flags.get("plugin") if isinstance(flags.get("plugin"), dict) else {}}
+    plugin = flags.get("plugin")
+    sections: dict[str, Mapping[str, Any]] = {"flags": flags, "plugin": plugin if isinstance(plugin, dict) else {}}
     out: dict[str, Any] = {}
     for key, section in PLUGIN_FLAGS:
         raw = sections[section].get(key)

@@ -15,9 +15,9 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
+from gpustack.cluster import shapes
 from gpustack.cluster.documents import joined, several_documents
 from gpustack.cluster.queues import SnapshotQueue, read_queue
-from gpustack.cluster.shapes import check_claim, check_limit_range, check_node, check_pod, check_unique, kind_of
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity, Span
@@ -143,6 +143,7 @@ class SnapshotConfigMap:
     namespace: str
     data: tuple[tuple[str, str], ...]
     path: JsonPath
+    release: str | None = None  # the Helm release that made it (meta.helm.sh/release-name), where one did
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ class SnapshotClusterPolicy:
     device_plugin_config: str | None  # spec.devicePlugin.config.name
     mig_config: str | None  # spec.migManager.config.name
     path: JsonPath
+    release: str | None = None  # the operator chart's Helm release (meta.helm.sh/release-name)
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ class _Reader:
         if isinstance(value, dict):
             return value
         if value is not None:
-            self.fail(path, f"{what} is {kind_of(value)}", "a mapping", _KUBECTL_HINT)
+            self.fail(path, f"{what} is {shapes.kind_of(value)}", "a mapping", _KUBECTL_HINT)
         return None
 
     def string_map(self, value: Any, path: JsonPath, what: str) -> tuple[tuple[str, str], ...]:
@@ -251,7 +253,7 @@ class _Reader:
         out = []
         for key, item in found.items():
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                self.fail((*path, key), f"{what} {key!r} is {kind_of(item)}", "a string", _KUBECTL_HINT)
+                self.fail((*path, key), f"{what} {key!r} is {shapes.kind_of(item)}", "a string", _KUBECTL_HINT)
                 continue
             out.append((key, str(item)))
         return tuple(sorted(out))
@@ -283,12 +285,12 @@ class _Reader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            self.fail(path, f"{what} list is {kind_of(value)}", "a list of strings", _KUBECTL_HINT)
+            self.fail(path, f"{what} list is {shapes.kind_of(value)}", "a list of strings", _KUBECTL_HINT)
             return ()
         out = []
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                self.fail((*path, index), f"{what} is {kind_of(item)}", "a string", _KUBECTL_HINT)
+                self.fail((*path, index), f"{what} is {shapes.kind_of(item)}", "a string", _KUBECTL_HINT)
                 continue
             out.append(item)
         return tuple(out)
@@ -297,7 +299,7 @@ class _Reader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"{what} is {kind_of(value)}", "an integer", _KUBECTL_HINT)
+            self.fail(path, f"{what} is {shapes.kind_of(value)}", "an integer", _KUBECTL_HINT)
             return default
         return value
 
@@ -328,7 +330,7 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
     meta = item["metadata"]
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
     status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
-    check_node(reader, spec, path)
+    shapes.check_node(reader, spec, path)
     taints = []
     raw_taints = spec.get("taints") or []
     for index, raw in enumerate(raw_taints if isinstance(raw_taints, list) else []):
@@ -396,7 +398,7 @@ def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPo
         return None
     spec = reader.mapping(item.get("spec"), (*path, "spec"), "spec") or {}
     status = reader.mapping(item.get("status"), (*path, "status"), "status") or {}
-    check_pod(reader, item, path)
+    shapes.check_pod(reader, item, path)
     node = spec.get("nodeName")
     phase = status.get("phase")
     priority_class = spec.get("priorityClassName")
@@ -463,7 +465,7 @@ def _config_map(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> Sna
     if named is None:
         return None
     data = reader.string_map(item.get("data"), (*path, "data"), "data entry")
-    return SnapshotConfigMap(named[0], named[1] or "default", data, path)
+    return SnapshotConfigMap(named[0], named[1] or "default", data, path, shapes.helm_release(reader, item, path))
 
 
 def _cluster_policy(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotClusterPolicy | None:
@@ -487,6 +489,7 @@ def _cluster_policy(reader: _Reader, item: Mapping[str, Any], path: JsonPath) ->
         device_plugin_config=config_name("devicePlugin"),
         mig_config=config_name("migManager"),
         path=path,
+        release=shapes.helm_release(reader, item, path),
     )
 
 
@@ -524,8 +527,8 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         "ValidatingAdmissionPolicyBinding": _policy_binding,
         "LocalQueue": _local_queue,
         "Queue": read_queue,
-        "LimitRange": check_limit_range,  # simulate reads these from the document (shapes.py): checked, no record
-        "PersistentVolumeClaim": check_claim,
+        "LimitRange": shapes.check_limit_range,  # simulate reads these from the document: checked, no record
+        "PersistentVolumeClaim": shapes.check_claim,
     }
     kinds: set[str] = set()
     seen: dict[tuple[str, str, str, str], JsonPath] = {}
@@ -534,7 +537,7 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
         if isinstance(kind, str):
             kinds.add(kind)
         if isinstance(kind, str) and kind in builders:
-            check_unique(reader, seen, item, kind, path)
+            shapes.check_unique(reader, seen, item, kind, path)
             record = builders[kind](reader, item, path)
             if record is not None:
                 found[kind].append(record)

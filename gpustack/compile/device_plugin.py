@@ -30,7 +30,6 @@ from gpustack.selection import node_selector_term
 from gpustack.taints import Toleration
 from gpustack.yamlout import dump_yaml
 
-RELEASE_NAME = "nvidia-device-plugin"
 CHART_NAME = "nvidia-device-plugin"
 VALUES_FILE = "device-plugin/values.yaml"
 CONFIG_VERSION = "v1"
@@ -300,7 +299,7 @@ def compile_device_plugin(ctx: Context) -> FamilyOutput:
         return FamilyOutput()
     plugin = ctx.blueprint.device_plugin
     release = HelmRelease(
-        name=RELEASE_NAME,
+        name=plugin.release_name,
         chart=CHART_NAME,
         repository=plugin.repository,
         version=plugin.chart_version,

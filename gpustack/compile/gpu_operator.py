@@ -39,7 +39,6 @@ from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "gpu-operator"
-RELEASE_NAME = "gpu-operator"
 CHART_NAME = "gpu-operator"
 VALUES_FILE = "gpu-operator/values.yaml"
 NAMESPACE_FILE = "gpu-operator/namespace.yaml"
@@ -180,7 +179,7 @@ def compile_gpu_operator(ctx: Context) -> FamilyOutput:
         return FamilyOutput()
     operator = ctx.blueprint.gpu_operator
     release = HelmRelease(
-        name=RELEASE_NAME,
+        name=operator.release_name,
         chart=CHART_NAME,
         repository=operator.repository,
         version=operator.chart_version,
