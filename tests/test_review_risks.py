@@ -417,8 +417,19 @@ def test_device_plugin_chart__silent_for_other_settings_a_first_install_and_the_
 def test_gpu_stack__a_switch_is_high_and_names_the_release_to_remove() -> None:
     risk = only(risks_between(standalone, lambda d: d["spec"].__setitem__("stack", "gpu-operator")))
     assert risk.code == "gpu-stack" and risk.severity is Level.HIGH
-    assert "helm uninstall nvidia-device-plugin" in risk.advice
+    assert "helm uninstall nvidia-device-plugin -n nvidia-device-plugin" in risk.advice
     assert risk.nodes == ("a-a", "h-a", "h-b", "l-a", "l-b", "s-a")
+
+
+def test_gpu_stack__the_release_to_remove_is_the_one_the_blueprint_names() -> None:
+    """An imported cluster keeps its release name (devicePlugin.releaseName): that is the release to uninstall."""
+
+    def nvdp(data: dict[str, Any]) -> None:
+        standalone(data)
+        data["spec"]["devicePlugin"] = {"releaseName": "nvdp", "namespace": "kube-system"}
+
+    risk = only(risks_between(nvdp, lambda d: d["spec"].__setitem__("stack", "gpu-operator")))
+    assert "helm uninstall nvdp -n kube-system" in risk.advice
 
 
 def test_gpu_stack__an_operator_upgrade_or_driver_change_is_medium() -> None:

@@ -273,7 +273,8 @@ def gpu_stack(before: Snapshot, after: Snapshot) -> list[Risk]:
     old, new = before.blueprint, after.blueprint
     nodes = tuple(sorted(after.node_pools))
     if old.stack is not new.stack:
-        leaving = "nvidia-device-plugin" if old.stack is Stack.DEVICE_PLUGIN else "gpu-operator"
+        chart = old.device_plugin if old.stack is Stack.DEVICE_PLUGIN else old.gpu_operator
+        leaving, namespace = chart.release_name, chart.namespace
         return [
             Risk(
                 "gpu-stack",
@@ -283,7 +284,8 @@ def gpu_stack(before: Snapshot, after: Snapshot) -> list[Risk]:
                 f"is uninstalled, two device plugins advertise the GPUs of {plural(len(nodes), 'node')}, and "
                 "allocations can hand one GPU to two pods. The GPU Operator also installs a driver and container "
                 "toolkit unless spec.gpuOperator says the nodes have them.",
-                f"Drain GPU workloads, `helm uninstall {leaving}`, apply the new output, then run verify-nodes.sh.",
+                f"Drain GPU workloads, `helm uninstall {leaving} -n {namespace}`, apply the new output, then run "
+                "verify-nodes.sh.",
                 nodes=nodes,
             )
         ]
