@@ -156,8 +156,7 @@ def object_key(item: Mapping[str, Any], kind: str) -> tuple[str, str, str, str] 
     """(apiVersion, kind, namespace, name) of an object that has a name; None otherwise (its reader says why). The
     apiVersion tells KAI's Queues from Volcano's; kubectl prints an object in one version only."""
     meta = item.get("metadata")
-    name = meta.get("name") if type(meta) is dict else None
-    if type(name) is not str:
+    if type(meta) is not dict or type(name := meta.get("name")) is not str:
         return None
     api_version, namespace = item.get("apiVersion"), meta.get("namespace")
     return (
