@@ -58,7 +58,7 @@ from gpustack.model import (
     WorkloadKind,
 )
 from gpustack.names import CLOUD_POOL_LABELS
-from gpustack.taints import cloud_taints
+from gpustack.taints import cloud_taints, gke_arm
 
 Data = Mapping[str, Any]
 
@@ -205,7 +205,9 @@ def _taints(data: Data, path: JsonPath) -> tuple[Taint, ...]:
     if cloud is None:
         return tuple(own)
     written = {(t.key, t.effect) for t in own}
-    added = cloud_taints(cloud["provider"], "gpu" in data, bool(cloud.get("spot")))
+    model = data["gpu"].get("model") if isinstance(data.get("gpu"), dict) else None
+    arm = cloud["provider"] == "gke" and gke_arm(cloud.get("machineType"), model)
+    added = cloud_taints(cloud["provider"], "gpu" in data, bool(cloud.get("spot")), arm)
     by_cloud = [
         Taint(k, v, e, (*path, "cloud", "provider"), by_cloud=True) for k, v, e in added if (k, e) not in written
     ]

@@ -18,10 +18,11 @@ from importlib import resources
 
 import yaml
 
-from gpustack.catalog import Catalog
+from gpustack.catalog import Catalog, load_catalog
 from gpustack.model import Blueprint, NodePool, NodeResources, Stack
 
 PROVIDERS = ("gke", "eks", "aks", "karpenter")
+AMD64, ARM64 = "amd64", "arm64"
 _TABLE_OF = {"gke": "gke", "eks": "eks", "aks": "aks", "karpenter": "eks"}
 
 
@@ -34,6 +35,7 @@ class Machine:
     accelerator: str | None  # the provider's own accelerator name, where its API wants one
     memory_gib: int = 0
     attached: bool = False  # a general-purpose machine type the GPUs are attached to (GKE N1)
+    arch: str = "amd64"  # the host's CPU architecture: arm64 for Grace (GB200)
 
 
 @functools.cache
@@ -44,7 +46,15 @@ def machine_table() -> dict[str, tuple[Machine, ...]]:
     table: dict[str, tuple[Machine, ...]] = {}
     for provider, body in data["providers"].items():
         rows = [
-            Machine(name, row["gpu"], row["count"], row["vcpus"], row.get("accelerator"), row["memory_gib"])
+            Machine(
+                name,
+                row["gpu"],
+                row["count"],
+                row["vcpus"],
+                row.get("accelerator"),
+                row["memory_gib"],
+                arch=row.get("arch", AMD64),
+            )
             for name, row in body["machines"].items()
         ]
         names = body.get("accelerators", {})
@@ -98,6 +108,20 @@ def pool_machine(pool: NodePool, catalog: Catalog) -> Machine | None:
         named = [m for m in found if m.name == cloud.machine_type]
         return named[0] if named else machine_named(cloud.provider, cloud.machine_type)
     return found[0] if found else None
+
+
+def pool_arch(pool: NodePool, catalog: Catalog | None = None) -> str:
+    """The CPU architecture of a cloud pool's nodes: its named machine type's; without one, arm64 where every machine
+    type with the pool's GPUs is an Arm host (GB200 comes only with Grace CPUs); amd64 otherwise, and for a machine
+    type the table does not list."""
+    cloud = pool.cloud
+    if cloud is None:
+        return AMD64
+    if cloud.machine_type is not None:
+        named = machines_named(cloud.provider, cloud.machine_type)
+        return named[0].arch if named else AMD64
+    found = matching_machines(cloud.provider, catalog if catalog is not None else load_catalog(), pool)
+    return ARM64 if found and all(m.arch == ARM64 for m in found) else AMD64
 
 
 def pool_accelerator(pool: NodePool, catalog: Catalog) -> str | None:
@@ -196,6 +220,7 @@ def node_resources(pool: NodePool, catalog: Catalog) -> NodeResources | None:
 GKE_COS = "COS_CONTAINERD"
 GKE_UBUNTU = "UBUNTU_CONTAINERD"
 EKS_DEFAULT_IMAGE = "AL2023_x86_64_NVIDIA"
+EKS_DEFAULT_IMAGES = {AMD64: EKS_DEFAULT_IMAGE, ARM64: "AL2023_ARM_64_NVIDIA"}  # by the machine's architecture
 GKE_DRIVER_DIR = "/home/kubernetes/bin/nvidia"  # where Google's installer puts the driver (NVIDIA's GKE page)
 AKS_RUNTIME_CLASS = "nvidia-container-runtime"  # NVIDIA's AKS page: operator.runtimeClass with AKS's toolkit
 RECIPE_SOURCES = {
@@ -232,12 +257,17 @@ def node_image(pool: NodePool, operator_driver: bool | None) -> NodeImage:
         # Google's driver on COS always; on Ubuntu only when the blueprint turns the operator's driver off.
         return NodeImage(image, image == GKE_COS or operator_driver is False, False)
     if cloud.provider == "eks":
-        return NodeImage(cloud.image_type or EKS_DEFAULT_IMAGE, True, True)
+        return NodeImage(cloud.image_type or EKS_DEFAULT_IMAGES[pool_arch(pool)], True, True)
     if cloud.provider == "karpenter":
         return NodeImage(None, True, True)
     # AKS installs its driver unless the blueprint asks for the operator's (then gpuProfile.driver: None).
     aks_driver = operator_driver is not True
     return NodeImage(None, aks_driver, aks_driver)
+
+
+def image_arch(image: str) -> str:
+    """The CPU architecture an EKS AMI type is built for (AL2023_ARM_64_NVIDIA, BOTTLEROCKET_ARM_64_NVIDIA: arm64)."""
+    return ARM64 if "_ARM_64" in image else AMD64
 
 
 def written_driver(blueprint: Blueprint) -> bool | None:

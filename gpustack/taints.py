@@ -18,17 +18,32 @@ from typing import Any, Protocol
 #   toleration only to pods that request nvidia.com/gpu (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
 # AKS taints a spot pool kubernetes.azure.com/scalesetpriority=spot:NoSchedule
 #   (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool).
+# GKE taints every Arm node kubernetes.io/arch=arm64:NoSchedule, and adds the toleration only to pods that select
+#   arm64 (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
 # EKS managed node groups and Karpenter keep none on a running node (Karpenter's karpenter.sh/unregistered goes at
 #   registration: https://karpenter.sh/docs/concepts/nodepools/).
 CLOUD_TAINTS: dict[tuple[str, str], tuple[str, str, str]] = {
     ("gke", "gpu"): ("nvidia.com/gpu", "present", "NoSchedule"),
     ("aks", "spot"): ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),
+    ("gke", "arm64"): ("kubernetes.io/arch", "arm64", "NoSchedule"),
 }
+# GKE's Arm machine series (T2A, C4A, N4A, A4X: https://cloud.google.com/compute/docs/instances/arm-on-compute), and
+# the GPUs that come only on an Arm host (Grace: GB200, GB300), for a pool that names no machine type. Read where the
+# blueprint is built, before the machine table is (tests/test_cloud_machines.py checks the table against both).
+GKE_ARM_SERIES = ("t2a-", "c4a-", "n4a-", "a4x-")
+GRACE_GPUS = ("gb200", "gb300")
 
 
-def cloud_taints(provider: str, gpu: bool, spot: bool) -> list[tuple[str, str, str]]:
+def gke_arm(machine_type: str | None, gpu_model: str | None) -> bool:
+    """Whether a GKE pool's nodes are Arm hosts: by its machine type's series, else by a GPU only Grace hosts carry."""
+    if machine_type is not None:
+        return machine_type.startswith(GKE_ARM_SERIES)
+    return gpu_model is not None and any(name in gpu_model.lower() for name in GRACE_GPUS)
+
+
+def cloud_taints(provider: str, gpu: bool, spot: bool, arm: bool = False) -> list[tuple[str, str, str]]:
     """(key, value, effect) of each taint the provider puts on such a pool's nodes by itself."""
-    kinds = [kind for kind, applies in (("gpu", gpu), ("spot", spot)) if applies]
+    kinds = [kind for kind, applies in (("gpu", gpu), ("spot", spot), ("arm64", arm)) if applies]
     return [CLOUD_TAINTS[(provider, kind)] for kind in kinds if (provider, kind) in CLOUD_TAINTS]
 
 

@@ -139,6 +139,9 @@ def test_every_row_has_vcpus_and_memory() -> None:
         ("eks", "L40S", 1, "g6e.2xlarge"),
         ("eks", "T4", 1, "g4dn.2xlarge"),
         ("karpenter", "T4", 8, "g4dn.metal"),
+        ("gke", "GB200", 4, "a4x-highgpu-4g"),  # Grace Arm hosts on every cloud (tests/test_cloud_arm.py)
+        ("eks", "GB200", 4, "p6e-gb200.36xlarge"),
+        ("aks", "GB200", 4, "Standard_ND128isr_NDR_GB200_v6"),
     ],
 )
 def test_machines_people_use_are_accepted(provider: str, model: str, gpus: int, machine: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpustack.cloud import (
+    EKS_DEFAULT_IMAGES,
     GKE_COS,
     GKE_UBUNTU,
     RECIPE_SOURCES,
@@ -15,10 +16,12 @@ from gpustack.cloud import (
     gke_initial_per_zone,
     gke_zone_split,
     gpu_cloud_pools,
+    image_arch,
     machines,
     machines_named,
     matching_machines,
     node_resources,
+    pool_arch,
     pool_machine,
 )
 from gpustack.codes import (
@@ -27,6 +30,7 @@ from gpustack.codes import (
     CLOUD_DRIVER_CONFLICT,
     CLOUD_SELECTOR_ELSEWHERE,
     GKE_ZONE_COUNT,
+    IMAGE_ARCH_MISMATCH,
     KARPENTER_DISK_IGNORED,
     MACHINE_TYPE_MISMATCH,
     MACHINE_TYPE_UNLISTED,
@@ -310,6 +314,23 @@ def check_bottlerocket_device_plugin(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+def check_image_arch(ctx: Context) -> Iterator[Diagnostic]:
+    """An EKS GPU pool's AMI is built for its machine's CPU architecture (GS319)."""
+    for pool in ctx.blueprint.pools:
+        cloud = pool.cloud
+        if cloud is None or cloud.provider != "eks" or pool.gpu is None or cloud.image_type is None:
+            continue
+        arch, image = pool_arch(pool, ctx.catalog), image_arch(cloud.image_type)
+        if arch != image:
+            yield ctx.error(
+                IMAGE_ARCH_MISMATCH,
+                (*cloud.path, "imageType"),
+                f"EKS pool '{pool.name}': {cloud.image_type} is an {image} AMI, and the pool's machines are {arch} "
+                "hosts: its nodes would not boot",
+                f"imageType: {EKS_DEFAULT_IMAGES[arch]}, or leave it out",
+            )
+
+
 RULES = (
     check_cloud_machines,
     check_cloud_selectors,
@@ -319,4 +340,5 @@ RULES = (
     check_karpenter_disks,
     check_aks_disk_type,
     check_bottlerocket_device_plugin,
+    check_image_arch,
 )

@@ -222,6 +222,16 @@ BOTTLEROCKET_DEVICE_PLUGIN = _cloud(
     "no device plugin.",
 )
 
+IMAGE_ARCH_MISMATCH = _cloud(
+    "GS319",
+    "an EKS pool's NVIDIA AMI is built for another CPU architecture than its machine type",
+    "An EKS GPU pool's `cloud.imageType` is an AMI for one CPU architecture (`AL2023_x86_64_NVIDIA`: amd64; "
+    "`AL2023_ARM_64_NVIDIA`: arm64) and its machine type is a host of the other (GB200's `p6e-gb200.36xlarge` has "
+    "Grace Arm CPUs): EKS refuses the node group, or its nodes never boot. Left out, gpustack picks the AMI of the "
+    "machine's architecture.",
+    "Leave `imageType` out, or write the AMI of the machine's architecture (`AL2023_ARM_64_NVIDIA` on Arm hosts).",
+)
+
 MPS_WITH_MIG = _sharing(
     "GS401",
     "MPS combined with MIG",

@@ -17,7 +17,15 @@ the MIG manager then finds the layout it would make. AKS likewise gets `gpu_inst
 
 from __future__ import annotations
 
-from gpustack.cloud import blueprint_node_image, gke_zone_sizing, machines, matching_machines, pool_accelerator
+from gpustack.cloud import (
+    ARM64,
+    blueprint_node_image,
+    gke_zone_sizing,
+    machines,
+    matching_machines,
+    pool_accelerator,
+    pool_arch,
+)
 from gpustack.cloud import machine_type as pool_machine_type
 from gpustack.compile.mig import uses_mig
 from gpustack.compile.nodes import node_labels
@@ -168,6 +176,8 @@ def karpenter_node_pool(ctx: Context, pool: NodePool, labels: dict[str, str]) ->
     ]
     if pool.cloud.zones:
         requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.cloud.zones)})
+    if pool_arch(pool, ctx.catalog) == ARM64:  # Grace hosts (GB200): the EC2NodeClass's AMI alias resolves arm64
+        requirements.append({"key": "kubernetes.io/arch", "operator": "In", "values": [ARM64]})
     spec: Object = {
         "template": {
             "metadata": {"labels": labels},
