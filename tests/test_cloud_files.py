@@ -51,6 +51,9 @@ def test_the_eksctl_file_spells_taints_and_ami_family_as_eksctl_does() -> None:
     [group] = yaml.safe_load(text)["managedNodeGroups"]
     assert group["taints"] == TAINT  # NoSchedule, not the EKS API's NO_SCHEDULE
     assert group["amiFamily"] == "AmazonLinux2023"
+    # eksctl installs its own NVIDIA device plugin for a GPU node group unless told not to (its GPU support page):
+    # the file says how to create it without one.
+    assert "--install-nvidia-plugin=false" in text.splitlines()[2]
 
 
 def _karpenter_block(readme: str) -> str:
