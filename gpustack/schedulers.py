@@ -35,6 +35,11 @@ KAI_UNLIMITED = -1
 # pool label is on every pool's nodes (label-nodes.sh, a selector pool's node-pool labels) and every workload object
 # it writes (so KAI's pod grouper copies it to the PodGroup): each pool is one shard.
 KAI_NODE_POOL_LABEL = POOL_LABEL
+# KAI v0.17's GPU-sharing requests (pkg/common/resources: RequestsGPUFraction reads these two pod annotations). KAI's
+# webhook then hands the pod its GPU as NVIDIA_VISIBLE_DEVICES read from a ConfigMap in the pod's own namespace, which
+# the tenant can write; it isolates no memory, and pods of different namespaces share the device. gpustack refuses
+# them (compile/kai_rules.py, template_tenancy.py) and leaves the chart's gpuSharing off.
+KAI_FRACTION_ANNOTATIONS = ("gpu-fraction", "gpu-memory")
 # The SchedulingShard KAI's chart makes for whatever carries no node-pool label; no pool's shard may take its name.
 KAI_DEFAULT_SHARD = "default"
 MAX_LABEL_VALUE = 63

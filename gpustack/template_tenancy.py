@@ -17,7 +17,14 @@ from gpustack.names import VOLCANO_DEFAULT_QUEUE, VOLCANO_QUEUE_ANNOTATION, VOLC
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import Object
 from gpustack.quantity import parse_quantity
-from gpustack.schedulers import KAI_NODE_POOL_LABEL, KAI_QUEUE_LABEL, KAI_SCHEDULER, kai_leaf_queue, queue_name
+from gpustack.schedulers import (
+    KAI_FRACTION_ANNOTATIONS,
+    KAI_NODE_POOL_LABEL,
+    KAI_QUEUE_LABEL,
+    KAI_SCHEDULER,
+    kai_leaf_queue,
+    queue_name,
+)
 from gpustack.selection import HOSTNAME_LABEL, pool_node_labels
 from gpustack.taints import read_toleration, taint_text
 from gpustack.template_kinds import VOLCANO_JOB, PodTemplate, at, containers, every_metadata, kind_of, listed
@@ -134,6 +141,18 @@ def _kai_queue_problems(ctx: Context, workload: Workload, obj: Object) -> list[t
                     f"keep the label gpustack sets ('{own}')",
                 )
             )
+    for where, metadata in every_metadata(obj):
+        annotations = at(metadata, "annotations")
+        for key in KAI_FRACTION_ANNOTATIONS:
+            if isinstance(annotations, dict) and key in annotations:
+                problems.append(
+                    (
+                        f"whose {where}.annotations ask KAI for a share of a GPU ({key}): KAI would hand the pod its "
+                        "GPU as NVIDIA_VISIBLE_DEVICES from a ConfigMap in its namespace, which the tenant can write, "
+                        "with no memory isolation from other namespaces' pods on the device",
+                        "drop the annotation; share the pool's GPUs by its time-slicing or MIG (sharing.strategy)",
+                    )
+                )
     pool = at(obj, "metadata", "labels", KAI_NODE_POOL_LABEL)
     if named and pool != workload.pool:
         problems.append(

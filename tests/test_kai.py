@@ -78,7 +78,7 @@ def test_a_scheduling_shard_per_pool_partitions_by_gpustacks_pool_label() -> Non
         "h100": {"partitionLabelValue": "h100"},
     }
     release = {r.name: r for r in plan().releases}["kai-scheduler"]
-    assert release.values["global"] == {"nodePoolLabelKey": "gpustack.io/pool"}
+    assert release.values["global"] == {"nodePoolLabelKey": "gpustack.io/pool", "gpuSharing": False}
     for pool in plan().pools:  # what label-nodes.sh (or a selector pool's provider) puts on every node of the pool
         assert pool.labels["gpustack.io/pool"] == pool.pool
     for workload in [m.obj for m in plan().objects if m.family == "workloads" and m.obj["kind"] != "Service"]:

@@ -169,3 +169,29 @@ def test_a_namespace_without_a_tenant_may_not_take_a_tenants_queue() -> None:
         assert not review(pod_group(queue), "scratch", None).admitted
     assert review(pod("default-queue", gpus=0, pool=None), "scratch", None).admitted
     assert review(pod_group("default-queue", None), "scratch", None).admitted
+
+
+def fraction_pod(annotation: str) -> dict[str, Any]:
+    """A GPU-sharing pod as KAI's admission webhook leaves it (pkg/admission/webhook/v1alpha2/gpusharing): no GPU
+    request, the annotation, and NVIDIA_VISIBLE_DEVICES read from a ConfigMap in the pod's own namespace."""
+    obj = pod("training.h100.training", gpus=0)
+    obj["metadata"]["annotations"] = {annotation: "0.5" if annotation == "gpu-fraction" else "20000"}
+    shared = {"name": "training-shared-gpu-0", "key": "NVIDIA_VISIBLE_DEVICES"}
+    obj["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": shared}}]
+    return obj
+
+
+@pytest.mark.parametrize("annotation", ["gpu-fraction", "gpu-memory"])
+def test_attack_a_kai_gpu_share_is_refused(annotation: str) -> None:
+    """KAI would give the pod its GPU through a ConfigMap the tenant can write (NVIDIA_VISIBLE_DEVICES=all reaches every
+    GPU of the node), with no memory isolation from other namespaces' pods on the device: refused twice over."""
+    verdict = review(fraction_pod(annotation), "training", "training")
+    assert any(f"may not ask KAI for a share of a GPU (gpu-fraction, gpu-memory" in d for d in verdict.denials)
+    assert any("NVIDIA_VISIBLE_DEVICES" in d and "may not set" in d for d in verdict.denials), verdict.denials
+    # the annotation alone, before KAI's webhook adds the env, and on a workload's pod template
+    bare = pod("training.h100.training", gpus=0)
+    bare["metadata"]["annotations"] = {annotation: "1"}
+    assert not review(bare, "training", "training").admitted
+    deployment = compiled("chat")
+    deployment["spec"]["template"]["metadata"]["annotations"] = {annotation: "1"}
+    assert not review(deployment, "serving", "serving").admitted

@@ -69,3 +69,10 @@ def test_a_kai_pod_template_naming_no_queue_is_refused(tmp_path: Path) -> None:
     template = WORKERS + "{%- set _ = t.metadata.labels.pop('kai.scheduler/queue') -%}\n{{ manifest | toyaml }}\n"
     found = _problems(tmp_path, template)
     assert any("the pod names no KAI queue" in m for m in found), found
+
+
+@pytest.mark.parametrize("annotation", ["gpu-fraction", "gpu-memory"])
+def test_attack_a_template_asking_kai_for_a_gpu_share_is_refused(tmp_path: Path, annotation: str) -> None:
+    template = WORKERS + f"{{%- set _ = t.metadata.update({{'annotations': {{'{annotation}': '0.5'}}}}) -%}}"
+    found = _problems(tmp_path, template + "\n{{ manifest | toyaml }}\n")
+    assert any(f"ask KAI for a share of a GPU ({annotation})" in m for m in found), found

@@ -103,7 +103,8 @@ def chart_values() -> Object:
     open_resource = {"quota": 0, "limit": UNLIMITED, "overQuotaWeight": OVER_QUOTA_WEIGHT}
     resources = {name: dict(open_resource) for name in ("cpu", "gpu", "memory")}
     return {
-        "global": {"nodePoolLabelKey": KAI_NODE_POOL_LABEL},
+        # gpuSharing stays off (the chart's default, written out): KAI's fractions are refused (kai_rules.py).
+        "global": {"nodePoolLabelKey": KAI_NODE_POOL_LABEL, "gpuSharing": False},
         "defaultQueue": {
             "createDefaultQueue": True,
             "parentName": DEFAULT_PARENT_QUEUE,

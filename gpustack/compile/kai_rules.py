@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from gpustack.compile.cel import Cel, build_message, build_validation, declare, quote_cel, quote_cel_list
 from gpustack.compile.queue_rules import QUEUE_METADATA, add_reserved_queues_rule
 from gpustack.plan import Object
-from gpustack.schedulers import KAI_NODE_POOL_LABEL, KAI_QUEUE_LABEL, KAI_SCHEDULER
+from gpustack.schedulers import KAI_FRACTION_ANNOTATIONS, KAI_NODE_POOL_LABEL, KAI_QUEUE_LABEL, KAI_SCHEDULER
 
 PODGROUP_GROUP = "scheduling.run.ai"
 PODGROUP_RULE = {
@@ -57,6 +57,9 @@ GPU_OFF_KAI = f"""\
 variables.requestsAnyGpu
 && variables.specs.exists(s, !has(s.schedulerName) || s.schedulerName != {_SCHEDULER})"""
 
+ASKS_FOR_A_FRACTION = f"""\
+variables.kaiQueueMetadata.exists(m, has(m.annotations)
+  && {quote_cel_list(KAI_FRACTION_ANNOTATIONS)}.exists(a, a in m.annotations))"""
 _POOL = quote_cel(KAI_NODE_POOL_LABEL)
 # The object's own pool label ('' without one): what puts it, or the PodGroup made from it, in a pool's shard.
 OBJECT_POOL = f"""\
@@ -111,6 +114,11 @@ def add_own_kai_queue_rule(
         f"a pod that asks for GPUs must set schedulerName: {KAI_SCHEDULER}: on another scheduler it would use them "
         "outside the tenant's KAI queues"
     )
+    fraction = (
+        f"its pods may not ask KAI for a share of a GPU ({', '.join(KAI_FRACTION_ANNOTATIONS)} annotations): KAI "
+        "would hand the pod its GPU as NVIDIA_VISIBLE_DEVICES from a ConfigMap the tenant can write, with no memory "
+        "isolation from the pods of other namespaces on the device; share a pool's GPUs by its time-slicing or MIG"
+    )
     shard = (
         f"an object that names a KAI leaf queue must carry that queue's pool in its own {KAI_NODE_POOL_LABEL} label: "
         "each pool is a KAI shard that reads only objects labelled with it (a PodGroup takes the workload object's "
@@ -125,6 +133,7 @@ def add_own_kai_queue_rule(
         ),
         build_validation(f"!({NAMES_NO_QUEUE})", f"{words}: {missing}", build_message(who, f": {missing}")),
         build_validation(f"!({GPU_OFF_KAI})", f"{words}: {off_kai}", build_message(who, f": {off_kai}")),
+        build_validation(f"!({ASKS_FOR_A_FRACTION})", f"{words}: {fraction}", build_message(who, f": {fraction}")),
         build_validation(
             "size(variables.kaiOtherShard) == 0",
             f"{words}: {shard}",
