@@ -186,7 +186,7 @@ def test_attack_a_kai_gpu_share_is_refused(annotation: str) -> None:
     """KAI would give the pod its GPU through a ConfigMap the tenant can write (NVIDIA_VISIBLE_DEVICES=all reaches every
     GPU of the node), with no memory isolation from other namespaces' pods on the device: refused twice over."""
     verdict = review(fraction_pod(annotation), "training", "training")
-    assert any(f"may not ask KAI for a share of a GPU (gpu-fraction, gpu-memory" in d for d in verdict.denials)
+    assert any("may not ask KAI for a share of a GPU (gpu-fraction, gpu-memory" in d for d in verdict.denials)
     assert any("NVIDIA_VISIBLE_DEVICES" in d and "may not set" in d for d in verdict.denials), verdict.denials
     # the annotation alone, before KAI's webhook adds the env, and on a workload's pod template
     bare = pod("training.h100.training", gpus=0)
