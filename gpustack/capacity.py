@@ -20,7 +20,7 @@ from gpustack.jsondoc import dump_document
 from gpustack.model import NodePool, Scheduler, SharingStrategy, Tenant
 from gpustack.offers import Isolation, Offer, full_resource_name
 from gpustack.quantity import format_gib, json_number
-from gpustack.schedulers import closed_resources
+from gpustack.schedulers import KAI_NODE_POOL_LABEL, closed_resources, kai_parent_queue
 from gpustack.selection import describe_selection
 from gpustack.templating import package_template
 
@@ -103,7 +103,7 @@ class TenantCapacity:
     scheduler: str
     pools: tuple[str, ...]  # the pools the tenant may use
     grants: tuple[Grant, ...]
-    kai_queues: tuple[KaiQueueFigures, ...] = ()  # a KAI tenant's compiled Queues: parent, then a leaf per namespace
+    kai_queues: tuple[KaiQueueFigures, ...] = ()  # a KAI tenant's compiled Queues: per pool, parent then its leaves
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,9 @@ class KaiQueueFigures:
     KAI's GPU units (a MIG device counts its compute slices; -1: unlimited)."""
 
     name: str
+    pool: str  # the pool whose SchedulingShard holds it
     parent: str | None
+    leaf: bool  # a leaf takes jobs; a tenant's parent holds its quota on the pool
     quota: int
     limit: int
     over_quota_weight: int
@@ -151,6 +153,7 @@ def _compiled_queues(tenant: Tenant) -> tuple[KaiQueueFigures, ...]:
     from gpustack.compile.kai import tenant_queues  # loaded only for a blueprint with a KAI tenant
 
     out = []
+    parents = {kai_parent_queue(tenant, pool) for pool in tenant.pools}
     for obj in tenant_queues(tenant):
         spec = obj["spec"]
         gpu = spec["resources"]["gpu"]
@@ -158,7 +161,9 @@ def _compiled_queues(tenant: Tenant) -> tuple[KaiQueueFigures, ...]:
         out.append(
             KaiQueueFigures(
                 str(obj["metadata"]["name"]),
+                str(obj["metadata"]["labels"][KAI_NODE_POOL_LABEL]),
                 None if parent is None else str(parent),
+                parent in parents,
                 int(gpu["quota"]),
                 int(gpu["limit"]),
                 int(gpu["overQuotaWeight"]),
@@ -419,17 +424,17 @@ def capacity_data(capacity: Capacity, file: str) -> dict[str, Any]:
 
 
 def _kai_queue(tenant: TenantCapacity) -> dict[str, Any]:
-    """A KAI tenant's queue beside its quota, in KAI's GPU units (a MIG device counts its compute slices)."""
+    """A KAI tenant's Queues beside its quota, in KAI's GPU units (a MIG device counts its compute slices): in each
+    pool's shard its parent (its quota on the pool) and a leaf per namespace."""
     if not tenant.kai_queues:
         return {}
-    parent = tenant.kai_queues[0]
     return {
-        "kaiQueue": {"name": parent.name, "gpuQuota": parent.quota, "gpuLimit": parent.limit},
-        # Every Queue of the tenant (parent, then its leaves) with its over-quota weight and the queue above it.
         "kaiQueues": [
             {
                 "name": q.name,
+                "pool": q.pool,
                 "parent": q.parent,
+                "leaf": q.leaf,
                 "gpuQuota": q.quota,
                 "gpuLimit": q.limit,
                 "overQuotaWeight": q.over_quota_weight,

@@ -23,6 +23,7 @@ GROUP_CHARTS: dict[str, str] = {
     "scheduling.volcano.sh": volcano.CHART_NAME,
     "batch.volcano.sh": volcano.CHART_NAME,
     "scheduling.run.ai": kai.CHART_NAME,
+    "kai.scheduler": kai.CHART_NAME,
     **{c.group: c.chart for c in controllers.CONTROLLERS},
 }
 # API groups kube-apiserver serves itself (a subset: those a compiled object can use); any other group is a CRD's.
@@ -44,7 +45,7 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
     "admission": "admission policies that keep tenants on their pools",
     "kueue": "Kueue queues and flavors",
     "volcano": "Volcano queues",
-    "kai": "KAI Scheduler queues",
+    "kai": "KAI Scheduler queues and scheduling shards (one per pool)",
     "dra": "DeviceClasses of the DRA pools, one per GPU model or MIG profile",
     "dra-admission": "admission policies that keep tenants' DRA claims on their own pools' DeviceClasses",
 }

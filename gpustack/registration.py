@@ -21,8 +21,8 @@ What is registered, in dependency order (each stage waits for every earlier one)
    resources to be ready (neither sets skipAwait), as `helm --wait` does. After the labels, so the device
    plugin starts on nodes that already name their config.
 4. `<name>-custom-resources`: custom resources that are not workloads (Kueue flavors and queues,
-   Volcano and KAI queues). After the charts, which install their CRDs (the Volcano, Kueue and KAI releases come
-   with the tenants that use them).
+   Volcano and KAI queues, KAI shards). After the charts, which install their CRDs (the Volcano, Kueue and KAI
+   releases come with the tenants that use them).
 5. `<name>-workloads` (built-in kinds) and `<name>-custom-workloads` (e.g. Volcano Jobs).
 
 Group membership depends only on an object's kind and API group, never on its neighbours: a

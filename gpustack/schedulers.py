@@ -12,7 +12,8 @@ from decimal import Decimal
 
 from gpustack.cloud import node_resources
 from gpustack.context import Context
-from gpustack.model import NodePool, PoolAmounts, Scheduler, Tenant
+from gpustack.model import NodePool, PoolAmounts, Scheduler, Tenant, amounts_for
+from gpustack.names import POOL_LABEL
 from gpustack.offers import full_resource_name
 from gpustack.quantity import parse_quantity
 
@@ -23,12 +24,24 @@ MAX_FLAVOR_TAINTS = 8
 # Queues Volcano creates and owns itself; a tenant's Queue must not take their names (GS509).
 RESERVED_QUEUES = frozenset({"default", "root"})
 # KAI Scheduler v0.17: the scheduler name its chart installs, the label that puts a workload in a leaf Queue, the
-# queues its chart creates (values defaultQueue), and the longest label value (a leaf's name is one).
+# queues its chart creates (values defaultQueue, in the default shard), and the longest label value (a leaf's name is
+# one).
 KAI_SCHEDULER = "kai-scheduler"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_CHART_QUEUES = frozenset({"default-parent-queue", "default-queue"})
 KAI_WHOLE_GPU = "nvidia.com/gpu"
 KAI_UNLIMITED = -1
+# KAI's `global.nodePoolLabelKey`: the label its SchedulingShards partition nodes, Queues and PodGroups by. gpustack's
+# pool label is on every pool's nodes (label-nodes.sh, a selector pool's node-pool labels) and every workload object
+# it writes (so KAI's pod grouper copies it to the PodGroup): each pool is one shard.
+KAI_NODE_POOL_LABEL = POOL_LABEL
+# KAI v0.17's GPU-sharing requests (pkg/common/resources: RequestsGPUFraction reads these two pod annotations). KAI's
+# webhook then hands the pod its GPU as NVIDIA_VISIBLE_DEVICES read from a ConfigMap in the pod's own namespace, which
+# the tenant can write; it isolates no memory, and pods of different namespaces share the device. gpustack refuses
+# them (compile/kai_rules.py, template_tenancy.py) and leaves the chart's gpuSharing off.
+KAI_FRACTION_ANNOTATIONS = ("gpu-fraction", "gpu-memory")
+# The SchedulingShard KAI's chart makes for whatever carries no node-pool label; no pool's shard may take its name.
+KAI_DEFAULT_SHARD = "default"
 MAX_LABEL_VALUE = 63
 _KAI_MIG = re.compile(r"nvidia\.com/mig-(?:\d+c\.)?(\d+)g\.\d+gb(?:[+-][a-z.]+)?")
 _BINARY_UNITS = (("Ti", Decimal(2) ** 40), ("Gi", Decimal(2) ** 30), ("Mi", Decimal(2) ** 20), ("Ki", Decimal(2) ** 10))
@@ -46,15 +59,37 @@ def kai_tenants(ctx: Context) -> list[Tenant]:
     return [t for t in ctx.blueprint.tenants if t.scheduler is Scheduler.KAI]
 
 
-def kai_parent_queue(tenant: Tenant) -> str:
-    """A KAI tenant's parent Queue: it holds the tenant's quota; jobs never name it (only leaves take jobs)."""
-    return tenant.name
+def kai_pools(tenant: Tenant) -> tuple[str, ...]:
+    """The pools a KAI tenant has Queues in: every pool it is granted, each served by its own SchedulingShard."""
+    return tenant.pools if tenant.scheduler is Scheduler.KAI else ()
 
 
-def kai_leaf_queue(tenant: Tenant, namespace: str) -> str:
-    """The leaf Queue of one of a KAI tenant's namespaces: `<tenant>.<namespace>`. Tenant and namespace names are DNS
-    labels (no dot), so a leaf never takes a parent's name, and namespaces are unique, so no two leaves clash."""
-    return f"{tenant.name}.{namespace}"
+def kai_shard_pools(ctx: Context) -> list[str]:
+    """Pools KAI schedules, in blueprint order: those granted to a KAI tenant. Each gets a SchedulingShard of its
+    name, a KAI scheduler that sees only the pool's nodes (gpustack's pool label, KAI's node-pool label key) and only
+    the Queues labelled with the pool."""
+    granted = {pool for tenant in kai_tenants(ctx) for pool in kai_pools(tenant)}
+    return [pool.name for pool in ctx.blueprint.pools if pool.name in granted]
+
+
+def kai_parent_queue(tenant: Tenant, pool: str) -> str:
+    """A KAI tenant's parent Queue in one pool's shard, `<tenant>.<pool>`: it holds the tenant's quota on that pool
+    (its per-model limit); jobs never name it (only leaves take jobs)."""
+    return f"{tenant.name}.{pool}"
+
+
+def kai_leaf_queue(tenant: Tenant, namespace: str, pool: str) -> str:
+    """The leaf Queue of one of a KAI tenant's namespaces in one pool's shard: `<tenant>.<pool>.<namespace>`. Tenant,
+    pool and namespace names are DNS labels (no dot), so a leaf (three parts) never takes a parent's or a cohort's
+    name (two parts) nor KAI's chart queues' (one), and no two leaves clash."""
+    return f"{tenant.name}.{pool}.{namespace}"
+
+
+def kai_leaf_pools(tenant: Tenant) -> dict[str, str]:
+    """Every leaf Queue of a KAI tenant -> the pool whose shard holds it, namespaces first, then pools in order."""
+    return {
+        kai_leaf_queue(tenant, namespace, pool): pool for namespace in tenant.namespaces for pool in kai_pools(tenant)
+    }
 
 
 def kai_gpu_units(resource: str) -> int | None:
@@ -66,39 +101,39 @@ def kai_gpu_units(resource: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def kai_gpu_quota(tenant: Tenant) -> tuple[int, int]:
-    """A KAI tenant's (quota, limit) in GPU units: its quota summed as KAI counts it (a name KAI does not count is
-    refused before compile, GS514); the limit is -1 (none) only when it holds a pool whole (`unlimited`), as its
-    ResourceQuota has no line for it then; a granted pool without a quota entry is closed, so it adds nothing. In a
-    cohort the limit is the quota plus what it may borrow (kai_borrowing)."""
-    quota = _kai_units(tenant.quota)
-    whole = any(tenant.unlimited_on(pool) for pool in tenant.pools)
-    borrowing = kai_borrowing(tenant)
-    return quota, KAI_UNLIMITED if whole or borrowing is None else quota + borrowing
+def kai_gpu_quota(tenant: Tenant, pool: str) -> tuple[int, int]:
+    """A KAI tenant's (quota, limit) in GPU units on one pool (its Queue in that pool's shard): its quota there summed
+    as KAI counts it (a name KAI does not count is refused before compile, GS514); the limit is -1 (none) only when it
+    holds the pool whole (`unlimited`), as its ResourceQuota has no line for it then; a granted pool without a quota
+    entry is closed, 0. In a cohort the limit is the quota plus what it may borrow there (kai_borrowing)."""
+    quota = _kai_units(tenant.quota, pool)
+    borrowing = kai_borrowing(tenant, pool)
+    return quota, KAI_UNLIMITED if tenant.unlimited_on(pool) or borrowing is None else quota + borrowing
 
 
-def _kai_units(amounts: PoolAmounts) -> int:
-    return sum(n * (kai_gpu_units(full_resource_name(short)) or 0) for _pool, items in amounts for short, n in items)
+def _kai_units(amounts: PoolAmounts, pool: str) -> int:
+    return sum(n * (kai_gpu_units(full_resource_name(short)) or 0) for short, n in amounts_for(amounts, pool).items())
 
 
-def kai_borrowing(tenant: Tenant) -> int | None:
-    """What a KAI tenant in a cohort may hold beyond its quota, in GPU units: its borrowingLimit summed as KAI counts
-    it, or None (no limit: what the cohort has) when a name its quota grants has no borrowingLimit, as Kueue reads an
-    unset borrowingLimit; 0 outside a cohort. Per name, its ResourceQuota holds the exact ceiling (quota_ceiling)."""
+def kai_borrowing(tenant: Tenant, pool: str) -> int | None:
+    """What a KAI tenant in a cohort may hold beyond its quota on a pool, in GPU units: its borrowingLimit there summed
+    as KAI counts it, or None (no limit: what the cohort has) when a name its quota grants there has no
+    borrowingLimit, as Kueue reads an unset borrowingLimit; 0 outside a cohort. Per name, its ResourceQuota holds the
+    exact ceiling (quota_ceiling)."""
     cohort = tenant.cohort
     if tenant.scheduler is not Scheduler.KAI or cohort is None:
         return 0
-    limited = {(pool, short) for pool, items in cohort.borrowing_limit for short, _n in items}
-    if any((pool, short) not in limited for pool, items in tenant.quota for short, _n in items):
+    limited = set(amounts_for(cohort.borrowing_limit, pool))
+    if any(short not in limited for short in tenant.quota_for(pool)):
         return None
-    return _kai_units(cohort.borrowing_limit)
+    return _kai_units(cohort.borrowing_limit, pool)
 
 
-def kai_cohort_queue(tenant: Tenant) -> str | None:
-    """The KAI Queue above a tenant's parent in a cohort, named after the cohort: it holds its tenants' quotas' sum,
-    so what they lend each other stays among them."""
+def kai_cohort_queue(tenant: Tenant, pool: str) -> str | None:
+    """The KAI Queue above a tenant's parent in one pool's shard when it is in a cohort, `<cohort>.<pool>`: it holds
+    its tenants' quotas' sum there, so what they lend each other stays among them."""
     cohort = tenant.cohort
-    return cohort.name if tenant.scheduler is Scheduler.KAI and cohort is not None else None
+    return f"{cohort.name}.{pool}" if tenant.scheduler is Scheduler.KAI and cohort is not None else None
 
 
 def queue_name(tenant: Tenant) -> str:

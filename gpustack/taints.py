@@ -7,7 +7,7 @@ The blueprint's taints (`gpustack.model.Taint`) and the simulator's (read from c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -109,6 +109,22 @@ def toleration_for(taint: TaintLike) -> Toleration:
     if taint.value is None:
         return Toleration(taint.key, "Exists", None, taint.effect)
     return Toleration(taint.key, "Equal", taint.value, taint.effect)
+
+
+def daemonset_tolerations(defaults: Iterable[Mapping[str, Any]], taints: Iterable[TaintLike]) -> list[dict[str, Any]]:
+    """A chart's default tolerations (a values list that replaces the chart's, so they are repeated), then one `Exists`
+    toleration per (key, effect) of the taints that none before it already tolerates: a DaemonSet must run on every
+    value of the key, and a taint the chart's own list covers (GKE's nvidia.com/gpu=present:NoSchedule) is listed once.
+    """
+    out = [dict(toleration) for toleration in defaults]
+    held = [read_toleration(toleration) for toleration in out]
+    for taint in taints:
+        if any(toleration is not None and toleration.tolerates(taint) for toleration in held):
+            continue
+        added = Toleration(taint.key, "Exists", None, taint.effect)
+        out.append(added.as_object())
+        held.append(added)
+    return out
 
 
 def read_toleration(raw: Mapping[str, Any]) -> Toleration | None:

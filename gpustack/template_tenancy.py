@@ -17,7 +17,14 @@ from gpustack.names import VOLCANO_DEFAULT_QUEUE, VOLCANO_QUEUE_ANNOTATION, VOLC
 from gpustack.offers import RESOURCE_PREFIX
 from gpustack.plan import Object
 from gpustack.quantity import parse_quantity
-from gpustack.schedulers import KAI_SCHEDULER, queue_name
+from gpustack.schedulers import (
+    KAI_FRACTION_ANNOTATIONS,
+    KAI_NODE_POOL_LABEL,
+    KAI_QUEUE_LABEL,
+    KAI_SCHEDULER,
+    kai_leaf_queue,
+    queue_name,
+)
 from gpustack.selection import HOSTNAME_LABEL, pool_node_labels
 from gpustack.taints import read_toleration, taint_text
 from gpustack.template_kinds import VOLCANO_JOB, PodTemplate, at, containers, every_metadata, kind_of, listed
@@ -101,6 +108,60 @@ def object_problems(ctx: Context, workload: Workload, obj: Object) -> list[tuple
             for key in QUEUE_KEYS:
                 if isinstance(values, dict) and key in values:
                     problems += _queue_problem(ctx, workload, f"whose {where}.{field_name} {key}", values[key])
+    return problems + _kai_queue_problems(ctx, workload, obj)
+
+
+def own_kai_leaf(ctx: Context, workload: Workload) -> str | None:
+    """The one KAI leaf Queue the workload's pods may name (its namespace's, in its pool's shard), for a KAI tenant."""
+    tenant = ctx.tenants.get(workload.tenant)
+    if tenant is None or tenant.scheduler is not Scheduler.KAI:
+        return None
+    return kai_leaf_queue(tenant, ctx.namespace_of(workload), workload.pool)
+
+
+def _kai_queue_problems(ctx: Context, workload: Workload, obj: Object) -> list[tuple[str, str]]:
+    """KAI reads the queue label on the workload object and its pod templates, and puts the PodGroup in the shard of
+    the object's pool label: each must be the workload's own leaf and pool, as the admission policy requires."""
+    own = own_kai_leaf(ctx, workload)
+    if own is None:  # only a KAI tenant's pods are KAI's (its scheduler list): a label elsewhere is read by nobody
+        return []
+    named = [
+        (where, at(metadata, "labels", KAI_QUEUE_LABEL))
+        for where, metadata in every_metadata(obj)
+        if isinstance(at(metadata, "labels"), dict) and KAI_QUEUE_LABEL in at(metadata, "labels")
+    ]
+    problems = []
+    for where, queue in named:
+        if queue != own:
+            problems.append(
+                (
+                    f"whose {where}.labels {KAI_QUEUE_LABEL} names KAI queue {queue!r}; workload '{workload.name}' "
+                    f"of tenant '{workload.tenant}' may only name its leaf '{own}': another queue is another "
+                    "tenant's quota, or another pool's",
+                    f"keep the label gpustack sets ('{own}')",
+                )
+            )
+    for where, metadata in every_metadata(obj):
+        annotations = at(metadata, "annotations")
+        for key in KAI_FRACTION_ANNOTATIONS:
+            if isinstance(annotations, dict) and key in annotations:
+                problems.append(
+                    (
+                        f"whose {where}.annotations ask KAI for a share of a GPU ({key}): KAI would hand the pod its "
+                        "GPU as NVIDIA_VISIBLE_DEVICES from a ConfigMap in its namespace, which the tenant can write, "
+                        "with no memory isolation from other namespaces' pods on the device",
+                        "drop the annotation; share the pool's GPUs by its time-slicing or MIG (sharing.strategy)",
+                    )
+                )
+    pool = at(obj, "metadata", "labels", KAI_NODE_POOL_LABEL)
+    if named and pool != workload.pool:
+        problems.append(
+            (
+                f"whose metadata.labels {KAI_NODE_POOL_LABEL} is {pool!r}, not its pool '{workload.pool}': KAI puts "
+                "the PodGroup in the shard that label names, where its leaf queue is not",
+                f"keep the label gpustack sets ({KAI_NODE_POOL_LABEL}: {workload.pool})",
+            )
+        )
     return problems
 
 
@@ -270,6 +331,18 @@ def pod_problems(
         ]
         if not any(isinstance(queue, str) and queue for queue in named):
             problems += _queue_problem(ctx, workload, f"{VOLCANO_QUEUE_ANNOTATION} annotation: the pod", None)
+    own_leaf = own_kai_leaf(ctx, workload)
+    if own_leaf is not None and scheduler == KAI_SCHEDULER:
+        # KAI puts a pod (or its top owner) naming no queue in its default-queue, outside the tenant's quota.
+        named = [at(metadata, "labels", KAI_QUEUE_LABEL) for metadata in (template.metadata, obj.get("metadata"))]
+        if not any(isinstance(queue, str) and queue for queue in named):
+            problems.append(
+                (
+                    f"the pod names no KAI queue ({KAI_QUEUE_LABEL}): KAI would put it in its default-queue, outside "
+                    f"tenant '{workload.tenant}''s quota",
+                    f"keep the label gpustack sets ({KAI_QUEUE_LABEL}: {own_leaf})",
+                )
+            )
     for label, container in containers(spec):
         problems += _resource_problems(ctx, workload.pool, label, container)
     return problems

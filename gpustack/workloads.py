@@ -382,9 +382,10 @@ def pod_template(
             # Volcano puts a pod of no Volcano Job in a PodGroup of one, in the queue this annotation names.
             metadata.setdefault("annotations", {})[VOLCANO_QUEUE_ANNOTATION] = queue_name(tenant)
         if name == KAI_SCHEDULER and tenant is not None:
-            # KAI's pod grouper puts the pod's PodGroup in the leaf Queue this label names (compile/kai.py); gangs
-            # are its own: one PodGroup per JobSet (minMember = workers) and per LeaderWorkerSet group (size).
-            metadata["labels"][KAI_QUEUE_LABEL] = kai_leaf_queue(tenant, ctx.namespace_of(workload))
+            # KAI's pod grouper puts the pod's PodGroup in the leaf Queue this label names, in the shard of the pool
+            # label the workload object carries (compile/kai.py); gangs are its own: one PodGroup per JobSet
+            # (minMember = workers) and per LeaderWorkerSet group (size).
+            metadata["labels"][KAI_QUEUE_LABEL] = kai_leaf_queue(tenant, ctx.namespace_of(workload), pool.name)
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server

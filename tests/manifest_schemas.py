@@ -48,7 +48,7 @@ from referencing import Registry, Resource
 
 CRD_DIR = CONFORMANCE / "crds"
 # API groups served by CRDs gpustack targets; objects in these groups are validated against CRD files only.
-CRD_GROUP_SUFFIXES = (".volcano.sh", ".x-k8s.io", ".run.ai")
+CRD_GROUP_SUFFIXES = (".volcano.sh", ".x-k8s.io", ".run.ai", "kai.scheduler")
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

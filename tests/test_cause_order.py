@@ -130,13 +130,13 @@ def test_a_quota_on_a_resource_the_pool_does_not_advertise_is_one_error(
     assert "pool 'l4' advertises gpu" in output
 
 
-def test_a_pool_without_a_quota_is_at_most_one_warning_naming_the_pool(
+def test_a_pool_without_a_quota_is_one_warning_naming_the_pool_and_how_to_open_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, output, headlines = validate(tmp_path, monkeypatch, edited("        a100: {mig-3g.40gb: 16}\n", ""))
     assert code == 0, output
-    assert len(headlines) <= 1, output
-    assert all(m["severity"] == "warning" and "'a100'" in output for m in headlines)
+    assert [(m["severity"], m["code"], m["line"]) for m in headlines] == [("warning", "GS610", "26")], output
+    assert "'a100'" in output and "unlimited" in output
 
 
 def test_a_pool_without_a_quota_beside_a_layout_that_does_not_fit_is_the_layout_error_alone(

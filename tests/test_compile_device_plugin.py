@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
@@ -319,6 +319,74 @@ def test_tolerations_keep_the_chart_defaults_and_add_one_per_taint_key_and_effec
         {"key": "gpu-pool", "operator": "Exists", "effect": "PreferNoSchedule"},
         {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
     ]
+
+
+def test_a_taint_the_charts_own_tolerations_cover_is_not_listed_twice() -> None:
+    """GKE taints every GPU node pool nvidia.com/gpu=present:NoSchedule; the chart's list already tolerates it (and
+    CriticalAddonsOnly of any effect), so the values list each once (issue 32: the toleration was listed twice)."""
+    bp = blueprint(
+        pool(
+            "gke-l4",
+            taints=[
+                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                {"key": "CriticalAddonsOnly", "effect": "NoExecute"},
+                {"key": "gpu-pool", "value": "l4", "effect": "NoSchedule"},
+            ],
+        )
+    )
+    assert release(bp).values["tolerations"] == [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "gpu-pool", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+
+
+class _Taint(NamedTuple):
+    key: str
+    value: str | None
+    effect: str
+
+
+def _toleration_lists(value: Any, path: str = "") -> list[tuple[str, list[dict]]]:
+    if isinstance(value, dict):
+        found = [
+            (f"{path}.{key}", item) for key, item in value.items() if key == "tolerations" and isinstance(item, list)
+        ]
+        return found + [hit for key, item in value.items() for hit in _toleration_lists(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [hit for index, item in enumerate(value) for hit in _toleration_lists(item, f"{path}[{index}]")]
+    return []
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*REPO.glob("blueprints/*.yaml"), *REPO.glob("blueprints/cloud/*.yaml")]),
+    ids=lambda path: path.relative_to(REPO).as_posix(),
+)
+@pytest.mark.parametrize("stack", ["as written", "device-plugin"])
+def test_no_chart_values_list_a_toleration_an_earlier_one_covers(path: Path, stack: str) -> None:
+    """Every example (and each on the standalone device plugin): no toleration in any chart's values is tolerated
+    by one listed before it, so none is written twice."""
+    from gpustack.compile import compile_blueprint
+    from gpustack.taints import read_toleration
+    from gpustack.validation import validate_text
+
+    text = path.read_text(encoding="utf-8")
+    if stack == "device-plugin":
+        if "\n  gpuOperator:" in text or "\n  stack:" in text:
+            pytest.skip("the example chooses its stack")
+        text = text.replace("\nspec:\n", "\nspec:\n  stack: device-plugin\n", 1)
+    result = validate_text(text, str(path))
+    if result.context is None or not result.ok:
+        pytest.skip("not valid as a standalone blueprint")
+    for chart in compile_blueprint(result.context).releases:
+        for where, tolerations in _toleration_lists(chart.values):
+            for index, raw in enumerate(tolerations):
+                if not raw.get("key") or raw.get("operator") != "Exists":
+                    continue
+                taint = _Taint(raw["key"], None, raw.get("effect") or "NoSchedule")
+                earlier = [read_toleration(t) for t in tolerations[:index]]
+                assert not any(t is not None and t.tolerates(taint) for t in earlier), (chart.name, where, raw)
 
 
 def test_gfd_follows_the_blueprint() -> None:

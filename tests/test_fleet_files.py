@@ -230,6 +230,18 @@ def test_a_fleet_edited_while_compiling_is_reported_not_a_traceback(folder: Path
     from gpustack.fleet.compiling import _cluster_task
 
     fleet = fleet_with(folder, "    - {name: lab}\n")
-    outcome = _cluster_task((fleet, "gone", str(tmp_path / "out"), False))  # the cluster left the file meanwhile
+    outcome = _cluster_task((fleet, "gone", str(tmp_path / "out"), False, False))  # the cluster left the file meanwhile
     assert not outcome.ok and outcome.files is None
     assert "changed while it was compiled (cluster 'gone')" in outcome.diagnostics[-1].message
+
+
+def test_a_fleet_edited_while_compiling_is_in_the_json_report_too(folder: Path, tmp_path: Path) -> None:
+    from gpustack.fleet.compiling import _cluster_task, fleet_compile_data
+
+    fleet = fleet_with(folder, "    - {name: lab}\n")
+    outcome = _cluster_task((fleet, "gone", str(tmp_path / "out"), False, True))
+    assert outcome.report is not None and outcome.report["valid"] is False
+    data = fleet_compile_data(
+        fleet, None, str(tmp_path / "out"), check=False, written=False, outcomes=[outcome], problems=[]
+    )
+    assert (data["valid"], data["errorCount"]) == (False, 1)

@@ -228,6 +228,7 @@ CLUSTER_SCOPED = {
     "ResourceFlavor",
     "ClusterQueue",
     "Queue",
+    "SchedulingShard",
     "DeviceClass",
 }
 EXISTING = {"default", "kube-system", "kube-public", "kube-node-lease"}

@@ -1,5 +1,5 @@
-"""`gpustack capacity` shows each KAI tenant's Queues (quota, limit, over-quota weight) beside its quota, read from
-the Queues compile writes."""
+"""`gpustack capacity` shows each KAI tenant's Queues (in each pool's shard: quota, limit, over-quota weight) beside
+its quota, read from the Queues compile writes."""
 
 from __future__ import annotations
 
@@ -31,24 +31,35 @@ def tenants(path: Path = KAI) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in capacity_data(measure_capacity(context(path)), path.name)["tenants"]}
 
 
-def test_every_queue_of_a_kai_tenant_with_its_weight() -> None:
-    training = tenants()["training"]
-    assert training["kaiQueues"] == [
-        {"name": "training", "parent": None, "gpuQuota": 12, "gpuLimit": 12, "overQuotaWeight": 1},
-        {"name": "training.training", "parent": "training", "gpuQuota": 6, "gpuLimit": 12, "overQuotaWeight": 1},
-        {"name": "training.training-dev", "parent": "training", "gpuQuota": 6, "gpuLimit": 12, "overQuotaWeight": 1},
+def queue(name: str, pool: str, parent: str | None, quota: int, limit: int, leaf: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "pool": pool,
+        "parent": parent,
+        "leaf": leaf,
+        "gpuQuota": quota,
+        "gpuLimit": limit,
+        "overQuotaWeight": 1,
+    }
+
+
+def test_every_queue_of_a_kai_tenant_with_its_pool_and_weight() -> None:
+    assert tenants()["training"]["kaiQueues"] == [
+        queue("training.h100", "h100", None, 12, 12, False),
+        queue("training.h100.training", "h100", "training.h100", 6, 12, True),
+        queue("training.h100.training-dev", "h100", "training.h100", 6, 12, True),
     ]
-    assert training["kaiQueue"] == {"name": "training", "gpuQuota": 12, "gpuLimit": 12}
 
 
 def test_text_shows_the_queues_beside_the_quota() -> None:
     text = format_text(capacity_data(measure_capacity(context()), "kai.yaml"))
     assert (
-        "  training (scheduler kai; KAI queue training: 12 GPU units guaranteed, limit 12, over-quota weight 1, "
-        "a MIG device counting its compute slices)\n"
+        "  training (scheduler kai; KAI queues in each pool's shard, in GPU units, a MIG device counting its compute "
+        "slices)\n"
         "    h100               nvidia.com/gpu                  12 /    16 /     8  ok\n"
-        "    KAI leaf queue training.training: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
-        "    KAI leaf queue training.training-dev: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
+        "    KAI queue training.h100 (shard h100): 12 GPU units guaranteed, limit 12, over-quota weight 1\n"
+        "    KAI leaf queue training.h100.training: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
+        "    KAI leaf queue training.h100.training-dev: 6 GPU units guaranteed, limit 12, over-quota weight 1\n"
     ) in text
 
 
@@ -65,15 +76,14 @@ def test_figures_are_the_compiled_queues(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(compile_kai, "tenant_queues", heavier)
     serving = tenants()["serving"]
-    assert serving["kaiQueue"] == {"name": "serving", "gpuQuota": 7, "gpuLimit": -1}
-    assert serving["kaiQueues"][0]["overQuotaWeight"] == 3
+    assert serving["kaiQueues"][0] == {**queue("serving.h100", "h100", None, 7, -1, False), "overQuotaWeight": 3}
     text = format_text(capacity_data(measure_capacity(context()), "kai.yaml"))
-    assert "KAI queue serving: 7 GPU units guaranteed, limit none, over-quota weight 3" in text
+    assert "KAI queue serving.h100 (shard h100): 7 GPU units guaranteed, limit none, over-quota weight 3" in text
 
 
 def test_other_schedulers_have_no_queue() -> None:
     for tenant in tenants(BLUEPRINTS / "kueue.yaml").values():
-        assert "kaiQueues" not in tenant and "kaiQueue" not in tenant
+        assert "kaiQueues" not in tenant
 
 
 def test_cli_json() -> None:
@@ -82,8 +92,10 @@ def test_cli_json() -> None:
     document = json.loads(result.output)
     serving = next(t for t in document["tenants"] if t["name"] == "serving")
     assert serving["kaiQueues"] == [
-        {"name": "serving", "parent": None, "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
-        {"name": "serving.serving", "parent": "serving", "gpuQuota": 30, "gpuLimit": 30, "overQuotaWeight": 1},
+        queue("serving.h100", "h100", None, 4, 4, False),
+        queue("serving.h100.serving", "h100", "serving.h100", 4, 4, True),
+        queue("serving.a100-mig", "a100-mig", None, 26, 26, False),
+        queue("serving.a100-mig.serving", "a100-mig", "serving.a100-mig", 26, 26, True),
     ]
 
 
@@ -97,14 +109,8 @@ def test_a_tenant_in_a_cohort_shows_the_queue_above_it() -> None:
     assert result.ok and result.context is not None, [d.message for d in result.diagnostics]
     data = capacity_data(measure_capacity(result.context), "kai-cohort.yaml")
     training = next(t for t in data["tenants"] if t["name"] == "training")
-    assert training["kaiQueues"][0] == {
-        "name": "training",
-        "parent": "gpu-org",
-        "gpuQuota": 12,
-        "gpuLimit": 14,
-        "overQuotaWeight": 1,
-    }
+    assert training["kaiQueues"][0] == queue("training.h100", "h100", "gpu-org.h100", 12, 14, False)
     assert (
-        "training (scheduler kai; KAI queue training: 12 GPU units guaranteed, limit 14, over-quota weight 1, "
-        "under queue gpu-org, a MIG device counting its compute slices)"
+        "KAI queue training.h100 (shard h100): 12 GPU units guaranteed, limit 14, over-quota weight 1, under queue "
+        "gpu-org.h100\n"
     ) in format_text(data)

@@ -1,9 +1,10 @@
 """Import and drift read scheduler Queues from a snapshot (issue 30 item 6, issue 27 item 7).
 
-Import: a tenant whose namespaces each have a KAI leaf Queue `<parent>.<namespace>` is a `scheduler: kai` tenant
-named after the parent (the cluster's queue names kept); one with a Volcano Queue of its name is a Volcano tenant,
-with that Queue's weight and reclaimable. KAI's own namespaces hold no tenant. Drift: a KAI Queue gpustack makes
-that is gone, or whose parent, quota, limit or over-quota weight changed, is drift naming the Queue.
+Import: a tenant whose namespaces each have KAI leaf Queues `<parent>.<namespace>` under parents `<tenant>.<pool>`
+(labelled with the pool: gpustack's shard per pool) or `<tenant>` is a `scheduler: kai` tenant named after them (the
+cluster's queue names kept); one with a Volcano Queue of its name is a Volcano tenant, with that Queue's weight and
+reclaimable. KAI's own namespaces hold no tenant. Drift: a KAI Queue gpustack makes that is gone, or whose pool label,
+parent, quota, limit or over-quota weight changed, is drift naming the Queue.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_import_keeps_the_clusters_queue_names_over_the_tenant_label() -> None:
 
 def test_without_a_leaf_queue_in_every_namespace_the_tenant_is_not_kais() -> None:
     data = _cluster()
-    data["items"].remove(_queue(data, "training.training-dev"))
+    data["items"].remove(_queue(data, "training.h100.training-dev"))
     tenants, text = _imported(data)
     assert "scheduler" not in tenants["training"] and tenants["serving"]["scheduler"] == "kai"
     assert "some of its namespaces have KAI leaf Queues, not all" in text
@@ -98,26 +99,29 @@ def test_without_queues_in_the_snapshot_nothing_is_kais_and_drift_says_queues_we
 
 def test_drift_names_a_deleted_queue() -> None:
     data = _cluster()
-    data["items"].remove(_queue(data, "training.training-dev"))
+    data["items"].remove(_queue(data, "training.h100.training-dev"))
     data["items"].append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "x"}})
     messages, _ = _drift((BLUEPRINTS / "kai.yaml").read_text(), data)
     (message,) = messages
-    assert message.startswith("KAI Queue training.training-dev: missing (its tenant's pods would name a queue KAI")
+    assert message.startswith("KAI Queue training.h100.training-dev: missing (its tenant's pods would name a queue")
 
 
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (("gpu", "limit", 20), "KAI Queue serving: gpu.limit expected 30, found 20"),
-        (("gpu", "quota", 28.0), "KAI Queue serving: gpu.quota expected 30, found 28"),
-        (("cpu", "quota", 0), "KAI Queue serving: cpu.quota expected -1, found 0"),
-        (("gpu", "overQuotaWeight", None), "KAI Queue serving: gpu.overQuotaWeight expected 1, found not set"),
+        (("gpu", "limit", 20), "KAI Queue serving.a100-mig: gpu.limit expected 26, found 20"),
+        (("gpu", "quota", 24.0), "KAI Queue serving.a100-mig: gpu.quota expected 26, found 24"),
+        (("cpu", "quota", 0), "KAI Queue serving.a100-mig: cpu.quota expected -1, found 0"),
+        (
+            ("gpu", "overQuotaWeight", None),
+            "KAI Queue serving.a100-mig: gpu.overQuotaWeight expected 1, found not set",
+        ),
     ],
 )
 def test_drift_names_a_changed_queue_figure(edit: tuple[str, str, Any], expected: str) -> None:
     data = _cluster()
     resource, field, value = edit
-    figures = _queue(data, "serving")["spec"]["resources"][resource]
+    figures = _queue(data, "serving.a100-mig")["spec"]["resources"][resource]
     if value is None:
         del figures[field]
     else:
@@ -127,12 +131,39 @@ def test_drift_names_a_changed_queue_figure(edit: tuple[str, str, Any], expected
 
 def test_drift_names_a_changed_parent_and_exits_1(tmp_path: Path) -> None:
     data = _cluster()
-    _queue(data, "training.training")["spec"]["parentQueue"] = "serving"
+    _queue(data, "training.h100.training")["spec"]["parentQueue"] = "serving.h100"
     snapshot = tmp_path / "cluster.yaml"
     snapshot.write_text(dump_yaml(data))
     run = CliRunner().invoke(group, ["drift", str(BLUEPRINTS / "kai.yaml"), str(snapshot)])
     assert run.exit_code == 1, run.output
-    assert "KAI Queue training.training: parentQueue expected training, found serving" in run.stdout
+    assert "KAI Queue training.h100.training: parentQueue expected training.h100, found serving.h100" in run.stdout
+
+
+def test_drift_names_a_queue_moved_out_of_its_pools_shard() -> None:
+    data = _cluster()
+    del _queue(data, "serving.h100")["metadata"]["labels"]["gpustack.io/pool"]
+    _queue(data, "serving.a100-mig.serving")["metadata"]["labels"]["gpustack.io/pool"] = "h100"
+    messages = _drift((BLUEPRINTS / "kai.yaml").read_text(), data)[0]
+    assert sorted(messages) == [
+        "KAI Queue serving.a100-mig.serving: label gpustack.io/pool expected a100-mig, found h100 (it puts the Queue "
+        "in that pool's KAI shard; elsewhere the shard's jobs do not find it)",
+        "KAI Queue serving.h100: label gpustack.io/pool expected h100, found none (it puts the Queue in that pool's "
+        "KAI shard; elsewhere the shard's jobs do not find it)",
+    ]
+
+
+def test_import_reads_a_single_tree_per_tenant_too() -> None:
+    """A hand-made cluster with one Queue tree per tenant (`<tenant>` above `<tenant>.<namespace>`): its tenants are
+    KAI's too, and drift then names each Queue gpustack would make per pool."""
+    data = _cluster()
+    data["items"] = [i for i in data["items"] if i["kind"] != "Queue"]
+    for name, parent in (("training", None), ("training.training", "training"), ("training.training-dev", "training")):
+        spec = {"parentQueue": parent} if parent else {}
+        data["items"].append(
+            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+        )
+    tenants, _ = _imported(data)
+    assert tenants["training"]["scheduler"] == "kai" and "scheduler" not in tenants["serving"]
 
 
 def test_a_kai_cohort_is_noted_as_not_imported() -> None:
@@ -147,12 +178,12 @@ def test_a_kai_cohort_is_noted_as_not_imported() -> None:
     check = validate_text(text, "kai.yaml")
     assert check.ok and check.blueprint is not None
     data = snapshot_data(check.blueprint, "v1.33.0")
-    assert _queue(data, "training")["spec"]["parentQueue"] == "org"
+    assert _queue(data, "training.h100")["spec"]["parentQueue"] == "org.h100"
     tenants, imported = _imported(data)
     assert tenants["training"]["scheduler"] == "kai"
-    assert "KAI queue training sits under org; the cohort and its borrowing are not imported" in imported
+    assert "KAI queue(s) of training sit under org.h100; the cohort and its borrowing are not imported" in imported
     # the one drift it leaves is said, naming the Queue
-    assert "KAI Queue training: parentQueue expected none, found org" in _drift(imported, data)[0]
+    assert "KAI Queue training.h100: parentQueue expected none, found org.h100" in _drift(imported, data)[0]
 
 
 def test_import_infers_volcano_with_its_queues_weight_and_reclaimable() -> None:
@@ -190,7 +221,7 @@ def test_kais_own_namespaces_hold_no_tenant() -> None:
 
 def test_a_malformed_kai_queue_is_reported_at_its_line() -> None:
     data = _cluster()
-    _queue(data, "serving")["spec"]["resources"]["gpu"]["quota"] = "lots"
+    _queue(data, "serving.h100")["spec"]["resources"]["gpu"]["quota"] = "lots"
     text = dump_yaml(data)
     with pytest.raises(DiagnosticError) as raised:
         parse_snapshot(text, "cluster.yaml")

@@ -38,24 +38,27 @@ CUT_TRAINING = ("h100: {gpu: 12}", "h100: {gpu: 6}")
 def test_kai_queue_stranded__limit_cut_below_running_jobs() -> None:
     found = risks(CUT_TRAINING)
     assert [(r.severity, r.title) for r in found] == [
-        (Level.MEDIUM, "KAI queue 'training' limit cut to 6 GPU units, below the 8 its running jobs hold"),
-        (Level.MEDIUM, "KAI queue 'training.training' limit cut to 6 GPU units, below the 8 its running jobs hold"),
+        (Level.MEDIUM, "KAI queue 'training.h100' limit cut to 6 GPU units, below the 8 its running jobs hold"),
+        (
+            Level.MEDIUM,
+            "KAI queue 'training.h100.training' limit cut to 6 GPU units, below the 8 its running jobs hold",
+        ),
     ]
     parent = found[0]
     assert parent.tenants == ("training",)
     assert parent.workloads == ("pretrain",)
-    assert parent.details == ("pretrain: 2 pods, 8 GPU units in queue 'training.training'",)
+    assert parent.details == ("pretrain: 2 pods, 8 GPU units in queue 'training.h100.training'",)
     assert "goes from 12 to 6" in parent.message
     assert "while job 'pretrain' holds 8 units in it" in parent.message
     assert "of the pods that end, restart or roll, 2 units' worth are not placed again" in parent.message
-    assert "OverLimit: 'training quota has reached the allowable limit of GPUs'" in parent.message
+    assert "OverLimit: 'training.h100 quota has reached the allowable limit of GPUs'" in parent.message
 
 
 def test_kai_queue_stranded__quota_cut_below_running_jobs_is_over_quota() -> None:
     """A third namespace cuts each leaf's guaranteed share to 4; pretrain's 8 stay under the limit (12)."""
     found = risks(("namespaces: [training, training-dev]", "namespaces: [training, training-dev, training-x]"))
     assert [(r.severity, r.title) for r in found] == [
-        (Level.LOW, "KAI queue 'training.training' quota cut to 4 GPU units, below the 8 its running jobs hold"),
+        (Level.LOW, "KAI queue 'training.h100.training' quota cut to 4 GPU units, below the 8 its running jobs hold"),
     ]
     assert "4 of them run over quota" in found[0].message
     assert found[0].workloads == ("pretrain",)
@@ -66,7 +69,7 @@ def test_kai_queue_stranded__queue_renamed_with_its_namespace() -> None:
     assert [(r.severity, r.title) for r in found] == [
         (
             Level.HIGH,
-            "KAI queue 'training.training' of tenant 'training' removed or renamed while 8 GPU units run in it",
+            "KAI queue 'training.h100.training' of tenant 'training' removed or renamed while 8 GPU units run in it",
         ),
     ]
     assert "QueueDoesNotExist" in found[0].message
@@ -80,11 +83,14 @@ def test_kai_queue_stranded__tenant_moved_off_kai() -> None:
         Level.HIGH,
         "Tenant 'serving' moves off KAI to default while 10 GPU units run in its queues",
     )
-    assert "Its KAI queues 'serving', 'serving.serving' go" in risk.message
+    assert (
+        "Its KAI queues 'serving.a100-mig', 'serving.a100-mig.serving', 'serving.h100', 'serving.h100.serving' go"
+        in risk.message
+    )
     assert risk.workloads == ("chat", "embedder")
     assert risk.details == (
-        "chat: 2 pods, 6 GPU units in queue 'serving.serving'",
-        "embedder: 4 pods, 4 GPU units in queue 'serving.serving'",
+        "chat: 2 pods, 6 GPU units in queue 'serving.a100-mig.serving'",
+        "embedder: 4 pods, 4 GPU units in queue 'serving.a100-mig.serving'",
     )
 
 
@@ -93,9 +99,9 @@ def test_kai_queue_stranded__silent_when_nothing_runs_above_the_new_figure() -> 
     assert risks(("h100: {gpu: 12}", "h100: {gpu: 16}")) == []  # raised
     # 10 still holds pretrain's 8 in the parent; only the leaf's guaranteed share (5) is below it.
     assert [r.title for r in risks(("h100: {gpu: 12}", "h100: {gpu: 10}"))] == [
-        "KAI queue 'training.training' quota cut to 5 GPU units, below the 8 its running jobs hold"
+        "KAI queue 'training.h100.training' quota cut to 5 GPU units, below the 8 its running jobs hold"
     ]
-    # serving's queue goes from 30 to 24 units: chat and embedder hold 10.
+    # serving's A100 queue goes from 26 to 20 units: chat and embedder hold 10.
     assert risks(("mig-1g.10gb: 14}", "mig-1g.10gb: 8}")) == []
 
 
@@ -110,12 +116,12 @@ def test_kai_queue_stranded__scaled_jobs_are_counted_with_every_pod() -> None:
     before = KAI.replace(*more)
     found = kai_queue_stranded(side(before, "b.yaml"), side(before.replace(*cut), "a.yaml"))
     assert [r.title for r in found] == [
-        "KAI queue 'serving' limit cut to 12 GPU units, below the 14 its running jobs hold",
-        "KAI queue 'serving.serving' limit cut to 12 GPU units, below the 14 its running jobs hold",
+        "KAI queue 'serving.a100-mig' limit cut to 12 GPU units, below the 14 its running jobs hold",
+        "KAI queue 'serving.a100-mig.serving' limit cut to 12 GPU units, below the 14 its running jobs hold",
     ]
     assert found[0].details == (
-        "chat: 2 pods, 6 GPU units in queue 'serving.serving'",
-        "embedder: 8 pods, 8 GPU units in queue 'serving.serving'",
+        "chat: 2 pods, 6 GPU units in queue 'serving.a100-mig.serving'",
+        "embedder: 8 pods, 8 GPU units in queue 'serving.a100-mig.serving'",
     )
     assert kai_queue_stranded(side(KAI, "b.yaml"), side(KAI.replace(*cut), "a.yaml")) == []
 

@@ -126,7 +126,7 @@ def test_nothing_installed_reports_each_release(tmp_path: Path) -> None:
     ("name", "crds"),
     [
         ("volcano", ["queues.scheduling.volcano.sh", "jobs.batch.volcano.sh"]),
-        ("kai", ["queues.scheduling.run.ai", "jobsets.jobset.x-k8s.io"]),
+        ("kai", ["queues.scheduling.run.ai", "schedulingshards.kai.scheduler", "jobsets.jobset.x-k8s.io"]),
     ],
 )
 def test_scheduler_crds_name_their_release(name: str, crds: list[str], tmp_path: Path) -> None:

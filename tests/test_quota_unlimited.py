@@ -186,11 +186,13 @@ def test_volcano_caps_a_closed_pool_at_zero_and_leaves_an_unlimited_one_open(tmp
 
 
 def test_kai_writes_minus_one_only_for_unlimited(tmp_path: Path) -> None:
-    def gpu(text: str) -> dict[str, Any]:
-        return dict(one(compiled(tmp_path, text), "Queue", "ml")["spec"]["resources"]["gpu"])
+    def gpu(text: str, pool: str) -> tuple[int, int]:
+        figures = one(compiled(tmp_path, text), "Queue", f"ml.{pool}")["spec"]["resources"]["gpu"]
+        return figures["quota"], figures["limit"]
 
-    assert (gpu(variant("kai"))["quota"], gpu(variant("kai"))["limit"]) == (4, 4)  # was -1: the pool held whole
-    assert (gpu(variant("kai", "unlimited"))["quota"], gpu(variant("kai", "unlimited"))["limit"]) == (4, -1)
+    # each pool is its own KAI shard: the closed A100 pool's Queue is 0 (it was -1: the pool held whole)
+    assert (gpu(variant("kai"), "l4"), gpu(variant("kai"), "a100")) == ((4, 4), (0, 0))
+    assert (gpu(variant("kai", "unlimited"), "l4"), gpu(variant("kai", "unlimited"), "a100")) == ((4, 4), (0, -1))
 
 
 def test_the_dra_device_quota_closes_a_pool_without_an_entry(tmp_path: Path) -> None:

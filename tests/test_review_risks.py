@@ -693,4 +693,4 @@ def test_kai_queue_stranded__a_limit_cut_below_running_jobs_names_the_tenant_que
 
     parent, leaf = risks(CUT_TRAINING)
     assert parent.severity is Level.MEDIUM and parent.tenants == ("training",) and parent.workloads == ("pretrain",)
-    assert "'training'" in parent.title and "'training.training'" in leaf.title
+    assert "'training.h100'" in parent.title and "'training.h100.training'" in leaf.title

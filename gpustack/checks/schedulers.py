@@ -23,13 +23,14 @@ from gpustack.diagnostic import Diagnostic
 from gpustack.model import Scheduler, SharingStrategy
 from gpustack.offers import full_resource_name
 from gpustack.schedulers import (
-    KAI_CHART_QUEUES,
+    KAI_DEFAULT_SHARD,
     MAX_FLAVOR_TAINTS,
     MAX_LABEL_VALUE,
     RESERVED_QUEUES,
     kai_gpu_units,
     kai_leaf_queue,
-    kai_parent_queue,
+    kai_pools,
+    kai_shard_pools,
     kai_tenants,
     kueue_tenants,
     namespace_quota,
@@ -139,25 +140,32 @@ def check_volcano_queue_names(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def check_kai_queue_names(ctx: Context) -> Iterator[Diagnostic]:
-    for tenant in kai_tenants(ctx):
-        if kai_parent_queue(tenant) in KAI_CHART_QUEUES:
+    """Each pool KAI schedules is a SchedulingShard named after it, and a leaf's name is a label value."""
+    for name in kai_shard_pools(ctx):
+        if name == KAI_DEFAULT_SHARD:
+            pool = ctx.pools[name]
             yield ctx.error(
                 KAI_QUEUE_NAME,
-                (*tenant.path, "name"),
-                f"tenant '{tenant.name}' uses KAI, and its parent Queue would be named '{tenant.name}', a queue KAI's "
-                "chart creates for workloads that name none: applying gpustack's Queue would overwrite it",
-                "rename the tenant; gpustack names each KAI tenant's parent Queue after the tenant",
+                (*pool.path, "name"),
+                f"pool '{name}' is granted to a KAI tenant, and its SchedulingShard would be named '{name}', the "
+                "shard KAI's chart makes for everything outside a pool: applying gpustack's would overwrite it",
+                "rename the pool; gpustack names each pool's KAI SchedulingShard after the pool",
             )
+    for tenant in kai_tenants(ctx):
+        pools = kai_pools(tenant)
+        if not pools:
+            continue
+        longest = max(pools, key=len)  # one error per namespace, naming the pool that makes its leaf longest
         for index, namespace in enumerate(tenant.namespaces):
-            leaf = kai_leaf_queue(tenant, namespace)
+            leaf = kai_leaf_queue(tenant, namespace, longest)
             if len(leaf) > MAX_LABEL_VALUE:
                 yield ctx.error(
                     KAI_QUEUE_NAME,
                     (*tenant.path, "namespaces", index),
-                    f"the KAI leaf Queue of tenant '{tenant.name}' in namespace '{namespace}' would be '{leaf}' "
-                    f"({len(leaf)} characters): the {MAX_LABEL_VALUE}-character limit of a label value keeps the "
-                    "kai.scheduler/queue label from naming it",
-                    "shorten the tenant or the namespace name",
+                    f"the KAI leaf Queue of tenant '{tenant.name}' in namespace '{namespace}' on pool '{longest}' "
+                    f"would be '{leaf}' ({len(leaf)} characters): the {MAX_LABEL_VALUE}-character limit of a label "
+                    "value keeps the kai.scheduler/queue label from naming it",
+                    "shorten the tenant, the pool or the namespace name",
                 )
 
 
@@ -182,16 +190,13 @@ def check_kai_cohorts(ctx: Context) -> Iterator[Diagnostic]:
                     f"remove lendingLimit or lend all {quota} (the quota stays guaranteed), or use scheduler: kueue "
                     "to keep part of it unlent",
                 )
-        if cohort.name in tenants or cohort.name in KAI_CHART_QUEUES:
-            whose = (
-                f"the parent Queue of tenant '{cohort.name}'" if cohort.name in tenants else "a queue of KAI's chart"
-            )
+        if cohort.name in tenants:
             yield ctx.error(
                 KAI_COHORT_NAME,
                 (*cohort.path, "name"),
-                f"the KAI cohort '{cohort.name}' of tenant '{tenant.name}' would get a Queue of that name, which is "
-                f"already {whose}",
-                "rename the cohort; gpustack names each KAI cohort's Queue after the cohort",
+                f"the KAI cohort '{cohort.name}' of tenant '{tenant.name}' would get a Queue '{cohort.name}.<pool>' in "
+                f"each pool's shard, the name of tenant '{cohort.name}''s parent Queue there",
+                "rename the cohort; gpustack names each KAI cohort's Queue after the cohort and the pool",
             )
 
 

@@ -379,8 +379,9 @@ def _bindings(plan: Plan, snapshot: ClusterSnapshot, objects: list[Difference], 
 
 
 def _kai_queues(planned: list[Manifest], snapshot: ClusterSnapshot, objects: list[Difference]) -> None:
-    """Each KAI Queue the Plan makes against the snapshot's Queue of that name: gone, or its parent or a figure
-    changed (KAI schedules by them: a lower limit strands jobs, a lost parent takes a tenant out of its cohort)."""
+    """Each KAI Queue the Plan makes against the snapshot's Queue of that name: gone, or its pool label, its parent or
+    a figure changed (KAI schedules by them: a lower limit strands jobs, a lost parent takes a tenant out of its
+    cohort, a lost pool label takes the Queue out of its pool's shard)."""
     found = {queue.name: queue for queue in snapshot.queues if queue.scheduler == "kai"}
     for manifest in planned:
         spec = manifest.obj.get("spec") or {}
@@ -389,6 +390,14 @@ def _kai_queues(planned: list[Manifest], snapshot: ClusterSnapshot, objects: lis
             message = f"KAI Queue {manifest.name}: missing (its tenant's pods would name a queue KAI does not know)"
             objects.append(Difference("", "queue", manifest.name, "present", None, message))
             continue
+        pool = ((manifest.obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+        found_pool = dict(queue.labels).get(POOL_LABEL)
+        if pool is not None and found_pool != pool:
+            message = (
+                f"KAI Queue {manifest.name}: label {POOL_LABEL} expected {pool}, found {found_pool or 'none'} (it "
+                "puts the Queue in that pool's KAI shard; elsewhere the shard's jobs do not find it)"
+            )
+            objects.append(Difference("", "queue", f"{manifest.name}:{POOL_LABEL}", pool, found_pool, message))
         parent = spec.get("parentQueue")
         if parent != queue.parent:
             message = (

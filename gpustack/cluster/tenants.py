@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gpustack.cluster.queues import SnapshotQueue
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotPod, SnapshotQuota
 from gpustack.dra import CLASS_SUFFIX, load_facts
 from gpustack.model import PRIORITY_VALUES, UNLIMITED
@@ -213,30 +214,47 @@ def _whole_pools(
 
 
 def _kai_parents(snapshot: ClusterSnapshot) -> dict[str, str]:
-    """namespace -> the parent of its KAI leaf Queue, where the leaf is named `<parent>.<namespace>` (as gpustack
-    names them) and the parent is a DNS label a tenant may be named."""
-    parents = {}
-    for queue in snapshot.queues:
+    """namespace -> the tenant its KAI leaf Queues name, where a leaf is named `<parent>.<namespace>` as gpustack names
+    them: the parent `<tenant>.<pool>` in a pool's shard (its pool label says which), or a lone `<tenant>` (one tree
+    for every pool, as a hand-made cluster may have it). A namespace whose leaves name two tenants names none."""
+    queues = {queue.name: queue for queue in snapshot.queues if queue.scheduler == "kai"}
+    found: dict[str, set[str]] = {}
+    for queue in queues.values():
         parent = queue.parent
-        if queue.scheduler == "kai" and parent is not None and dns_label(parent, "") == parent:
-            namespace = queue.name.removeprefix(f"{parent}.")
-            if namespace != queue.name and dns_label(namespace, "") == namespace:
-                parents[namespace] = parent
-    return parents
+        if parent is None or not queue.name.startswith(f"{parent}."):
+            continue
+        namespace = queue.name.removeprefix(f"{parent}.")
+        tenant = _kai_tenant_of(parent, queues.get(parent))
+        if tenant is not None and dns_label(namespace, "") == namespace:
+            found.setdefault(namespace, set()).add(tenant)
+    return {namespace: tenants.pop() for namespace, tenants in found.items() if len(tenants) == 1}
+
+
+def _kai_tenant_of(parent: str, queue: SnapshotQueue | None) -> str | None:
+    """The tenant a parent Queue is named after: `<tenant>` itself, or `<tenant>.<pool>` where the Queue is labelled
+    with that pool (gpustack's shard per pool)."""
+    if dns_label(parent, "") == parent:
+        return parent
+    tenant, _, pool = parent.rpartition(".")
+    labels = dict(queue.labels) if queue is not None else {}
+    if labels.get(POOL_LABEL) == pool and dns_label(tenant, "") == tenant:
+        return tenant
+    return None
 
 
 def _queue_scheduler(
     snapshot: ClusterSnapshot, name: str, namespaces: list[str], kai_parents: dict[str, str], guesses: list[str]
 ) -> dict[str, Any]:
-    """KAI where every namespace of the tenant has its leaf Queue under a parent of the tenant's name (its cohort is
+    """KAI where every namespace of the tenant has its leaf Queues under parents of the tenant's name (its cohort is
     a guess left out: import writes the quota its ResourceQuotas enforce); Volcano where a Volcano Queue has its name
     (gpustack's, from compile/volcano.py), with that Queue's weight and reclaimable."""
     if namespaces and all(kai_parents.get(namespace) == name for namespace in namespaces):
-        kai = {q.name: q for q in snapshot.queues if q.scheduler == "kai"}
-        cohort = kai[name].parent if name in kai else None
-        if cohort is not None:
+        kai = [q for q in snapshot.queues if q.scheduler == "kai" and _kai_tenant_of(q.name, q) == name]
+        cohorts = sorted({q.parent for q in kai if q.parent is not None})
+        if cohorts:
             guesses.append(
-                f"scheduler: KAI queue {name} sits under {cohort}; the cohort and its borrowing are not imported"
+                f"scheduler: KAI queue(s) of {name} sit under {', '.join(cohorts)}; the cohort and its borrowing are "
+                "not imported"
             )
         return {"scheduler": "kai"}
     if any(namespace in kai_parents for namespace in namespaces):

@@ -106,11 +106,12 @@ GANG_NEVER_FITS = _schedulers(
 
 KAI_QUEUE_NAME = _schedulers(
     "GS513",
-    "a KAI tenant whose Queue name clashes with KAI's own queues or is too long for the queue label",
-    "A KAI tenant named `default-parent-queue` or `default-queue` (its parent Queue would overwrite the one KAI's "
-    "chart creates), or a leaf Queue `<tenant>.<namespace>` longer than 63 characters, too long for the "
-    "`kai.scheduler/queue` label that names it.",
-    "Rename the tenant, or use a shorter namespace name.",
+    "a KAI shard or leaf Queue name KAI cannot take",
+    "A pool named `default` granted to a KAI tenant (each pool KAI schedules is a SchedulingShard named after it, and "
+    "`default` is the shard KAI's chart makes for everything outside a pool), or a leaf Queue "
+    "`<tenant>.<pool>.<namespace>` longer than 63 characters, too long for the `kai.scheduler/queue` label that "
+    "names it.",
+    "Rename the pool, or use shorter tenant, pool or namespace names.",
 )
 
 KAI_UNCOUNTED_SHARING = _schedulers(
@@ -135,10 +136,9 @@ KAI_LENDING_LIMIT = _schedulers(
 
 KAI_COHORT_NAME = _schedulers(
     "GS516",
-    "a KAI cohort named like a KAI tenant or one of KAI's own queues",
-    "A KAI tenant's `kai.cohort.name` is also a KAI tenant's name or `default-parent-queue`/`default-queue`: the "
-    "cohort's Queue, named after it, would be the same cluster-scoped Queue as that tenant's parent Queue or the "
-    "chart's.",
+    "a KAI cohort named like a KAI tenant",
+    "A KAI tenant's `kai.cohort.name` is also a KAI tenant's name: the cohort's Queue in each pool's shard, "
+    "`<cohort>.<pool>`, would be the same cluster-scoped Queue as that tenant's parent Queue there.",
     "Rename the cohort (or the tenant).",
 )
 

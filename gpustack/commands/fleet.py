@@ -6,7 +6,8 @@ Each subcommand imports what it needs when it runs: `fleet compile` never loads 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -16,6 +17,9 @@ from gpustack.diagnostic import Diagnostic
 from gpustack.fleet.model import Fleet
 from gpustack.fleet.reading import FleetRead, read_fleet
 from gpustack.validation import Validation
+
+if TYPE_CHECKING:
+    from gpustack.fleet.compiling import ClusterOutcome
 
 NOTHING_WRITTEN = "nothing written"
 
@@ -59,36 +63,57 @@ def _by_file(path: str, diagnostics: list[Diagnostic]) -> list[Validation]:
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Clusters compiled at once (default: every core)."
 )
-def compile_command(fleet: str, out_dir: str, check: bool, jobs: int | None) -> None:
+@output_option(("text", "json"))
+def compile_command(fleet: str, out_dir: str, check: bool, jobs: int | None, output: str) -> None:
     """Compile every cluster of FLEET to DIR/CLUSTER/ (as `gpustack compile` of its blueprint) and the Argo CD or
     Flux objects that deliver them to DIR/delivery/. A cluster's folder is replaced only while it holds nothing
-    but what gpustack wrote; an invalid cluster writes nothing at all (exit 1)."""
+    but what gpustack wrote; an invalid cluster writes nothing at all (exit 1).
+
+    --output json prints a FleetCompileReport: each cluster's CompileReport (as `gpustack compile --output json`
+    gives it), the delivery folder's files, and with --check what is stale.
+    """
     from gpustack.commands.reporting import echo_diagnostics
     from gpustack.diagnostic import DiagnosticError
     from gpustack.fleet.compiling import compile_fleet, default_jobs, orphans, write_clusters, write_delivery
 
     refuse_format_named_dir(out_dir)
-    _, model = read_or_stop(fleet, "text", NOTHING_WRITTEN)
-    outcomes = compile_fleet(fleet, model, out_dir, check=check, jobs=jobs or default_jobs())
+    report = _CompileJson(fleet, out_dir, check) if output == "json" else None
+    read = read_fleet(fleet)
+    if not read.ok or read.fleet is None or read.document is None:
+        if report is not None:
+            report.stop(None, [], read.diagnostics)
+        stop_invalid([Validation(read.file, read.document, None, read.diagnostics)], output, NOTHING_WRITTEN)
+    model = read.fleet
+    outcomes = compile_fleet(fleet, model, out_dir, check=check, jobs=jobs or default_jobs(), describe=bool(report))
     failed = [d for outcome in outcomes for d in outcome.diagnostics if not outcome.ok]
     if failed:  # every cluster compiled before any is written: a fleet is written whole or not at all
+        if report is not None:
+            report.stop(model, outcomes, [])
         stop_clusters(fleet, failed, "text", NOTHING_WRITTEN)
     warnings = [d for outcome in outcomes for d in outcome.diagnostics]
-    if warnings:
+    if warnings and report is None:
         echo_diagnostics(_by_file(fleet, warnings))
     if not check:
         try:
             write_delivery(model, out_dir, check=False, dry_run=True)  # refused before any cluster is written
         except DiagnosticError as error:
+            if report is not None:
+                report.stop(model, outcomes, list(error.diagnostics))
             stop_clusters(fleet, list(error.diagnostics), "text", NOTHING_WRITTEN)
         refused = write_clusters(outcomes, out_dir)
         if refused:
+            if report is not None:
+                report.stop(model, outcomes, refused)
             stop_clusters(fleet, refused, "text", NOTHING_WRITTEN)
     try:
         delivery = write_delivery(model, out_dir, check=check)
     except DiagnosticError as error:
+        if report is not None:
+            report.stop(model, outcomes, list(error.diagnostics), written=not check)
         stop_clusters(fleet, list(error.diagnostics), "text", "delivery objects not written")
     left = orphans(model, out_dir)
+    if report is not None:
+        report.finish(model, outcomes, delivery if check else None, left)
     for name in left:
         echo_text(
             f"{out_dir}/{name}: written by gpustack for a cluster no longer in the fleet; delete it in a reviewed "
@@ -103,6 +128,58 @@ def compile_command(fleet: str, out_dir: str, check: bool, jobs: int | None) -> 
         f"wrote {len(outcomes)} cluster folder(s) ({files} files) and {out_dir}/delivery/ "
         f"({model.delivery.engine}) to {out_dir}"
     )
+
+
+class _CompileJson:
+    """`fleet compile --output json`: one FleetCompileReport on stdout, whatever the outcome, and the exit code."""
+
+    def __init__(self, fleet: str, out_dir: str, check: bool) -> None:
+        self.fleet, self.out_dir, self.check = fleet, out_dir, check
+
+    def _echo(
+        self,
+        model: Fleet | None,
+        outcomes: list[ClusterOutcome],
+        problems: Sequence[Diagnostic],
+        written: bool,
+        delivery_stale: list[str] | None = None,
+        left: list[str] | None = None,
+    ) -> None:
+        from gpustack.fleet.compiling import fleet_compile_data
+        from gpustack.jsondoc import dump_document
+
+        grouped = [(v.file, list(v.diagnostics)) for v in _by_file(self.fleet, list(problems))] if problems else []
+        data = fleet_compile_data(
+            self.fleet,
+            model,
+            self.out_dir,
+            check=self.check,
+            written=written,
+            outcomes=outcomes,
+            problems=grouped,
+            delivery_stale=delivery_stale,
+            left=left,
+        )
+        click.echo(dump_document("FleetCompileReport", data), nl=False)
+
+    def stop(
+        self,
+        model: Fleet | None,
+        outcomes: list[ClusterOutcome],
+        problems: Sequence[Diagnostic],
+        written: bool = False,
+    ) -> NoReturn:
+        """Invalid or refused: what was found, nothing (or, past the clusters, only they) written; exit 1."""
+        self._echo(model, outcomes, problems, written)
+        sys.exit(1)
+
+    def finish(
+        self, model: Fleet, outcomes: list[ClusterOutcome], delivery_stale: list[str] | None, left: list[str]
+    ) -> NoReturn:
+        """Written (or checked): exit 1 only when --check found a folder stale or left behind."""
+        self._echo(model, outcomes, [], not self.check, delivery_stale, left)
+        stale = any(outcome.stale for outcome in outcomes) or bool(delivery_stale) or bool(left)
+        sys.exit(1 if self.check and stale else 0)
 
 
 def _report_check(fleet: str, out_dir: str, stale: list[tuple[str, list[str]]], orphaned: list[str]) -> None:

@@ -31,6 +31,7 @@ and the Job-level priority).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from gpustack.compile.cel import (
@@ -90,8 +91,10 @@ from gpustack.plan import FamilyOutput, Manifest, Object
 from gpustack.schedulers import (
     KAI_SCHEDULER,
     kai_cohort_queue,
+    kai_leaf_pools,
     kai_leaf_queue,
     kai_parent_queue,
+    kai_pools,
     kai_tenants,
     queue_name,
     volcano_tenants,
@@ -105,7 +108,11 @@ NON_TENANT_POLICY = "gpustack-granted-pools"
 
 
 def build_isolation_policy(
-    name: str, tenant_expression: str, tenant_words: str, grants: Grants, kai_leaves: tuple[str, ...] = ()
+    name: str,
+    tenant_expression: str,
+    tenant_words: str,
+    grants: Grants,
+    kai_leaves: Mapping[str, str] | None = None,
 ) -> Object:
     """The rules every tenant's pods follow; `grants` are the only per-tenant part.
 
@@ -279,12 +286,12 @@ def build_tenant_objects(ctx: Context, tenant: Tenant, facts: PoolFacts | None =
     words = f"tenant {tenant.name}"
     selector = {"matchExpressions": [select_names("In", namespaces)]}
     grants = resolve_grants(ctx, tenant, facts)
-    leaves: tuple[str, ...] = ()
+    leaves: dict[str, str] = {}
     if tenant.scheduler is Scheduler.KAI:
         # KAI's scheduler beside kube-scheduler, which keeps the tenant's pods that ask for no GPU (kai_rules.py
-        # sends every GPU pod to KAI's queues).
+        # sends every GPU pod to KAI's queues); a leaf per namespace in each pool's shard.
         grants = replace(grants, schedulers=(*grants.schedulers, KAI_SCHEDULER))
-        leaves = tuple(kai_leaf_queue(tenant, namespace) for namespace in tenant.namespaces)
+        leaves = kai_leaf_pools(tenant)
     policy = build_isolation_policy(name, quote_cel(tenant.name), words, grants, leaves)
     return [policy, build_binding(name, selector)]
 
@@ -415,10 +422,11 @@ def build_non_tenant_objects(ctx: Context) -> list[Object]:
         dict.fromkeys(  # a cohort's Queue (above its tenants' parents) once
             name
             for tenant in kai_tenants(ctx)
+            for pool in kai_pools(tenant)
             for name in (
-                *((kai_cohort_queue(tenant),) if kai_cohort_queue(tenant) else ()),
-                kai_parent_queue(tenant),
-                *(kai_leaf_queue(tenant, ns) for ns in tenant.namespaces),
+                *filter(None, (kai_cohort_queue(tenant, pool),)),
+                kai_parent_queue(tenant, pool),
+                *(kai_leaf_queue(tenant, ns, pool) for ns in tenant.namespaces),
             )
         )
     )

@@ -27,7 +27,7 @@ from gpustack.names import MAX_LABEL_VALUE, POOL_LABEL
 from gpustack.offers import GPU
 from gpustack.plan import FamilyOutput, HelmRelease, Object
 from gpustack.selection import node_selector_term
-from gpustack.taints import Toleration
+from gpustack.taints import daemonset_tolerations
 from gpustack.yamlout import dump_yaml
 
 CHART_NAME = "nvidia-device-plugin"
@@ -258,21 +258,14 @@ def build_affinity(pools: list[NodePool]) -> Object:
 
 
 def build_tolerations(pools: list[NodePool]) -> list[Object]:
-    """The chart's tolerations plus one per distinct (key, effect) among the pools' taints.
+    """The chart's tolerations plus one per (key, effect) among the pools' taints they do not already cover.
 
-    Derived from the taints themselves, so a toleration can never be keyed differently from its
-    taint. `Exists` tolerates every value of the key, which is what a DaemonSet pinned to these
-    pools by affinity needs, and keeps to fields the chart's own values use.
+    Derived from the taints themselves, so a toleration can never be keyed differently from its taint. `Exists`
+    tolerates every value of the key, which is what a DaemonSet pinned to these pools by affinity needs, and keeps to
+    fields the chart's own values use. A pool tainted nvidia.com/gpu:NoSchedule (every GKE GPU pool) is covered by the
+    chart's own toleration, not listed twice.
     """
-    out = [dict(toleration) for toleration in CHART_TOLERATIONS]
-    seen: set[tuple[str, str]] = set()
-    for pool in pools:
-        for taint in pool.taints:
-            if (taint.key, taint.effect) in seen:
-                continue
-            seen.add((taint.key, taint.effect))
-            out.append(Toleration(taint.key, "Exists", None, taint.effect).as_object())
-    return out
+    return daemonset_tolerations(CHART_TOLERATIONS, (taint for pool in pools for taint in pool.taints))
 
 
 def build_values(ctx: Context) -> Object:

@@ -36,6 +36,7 @@ from gpustack.context import Context
 from gpustack.model import NodePool, Stack
 from gpustack.names import MANAGED_BY, MIG_DISABLED_CONFIG
 from gpustack.plan import FamilyOutput, HelmRelease, Manifest, Object
+from gpustack.taints import daemonset_tolerations
 from gpustack.yamlout import dump_yaml
 
 FAMILY = "gpu-operator"
@@ -66,16 +67,9 @@ def uses_gpu_operator(ctx: Context) -> bool:
 
 
 def pool_tolerations(defaults: tuple[Object, ...], pools: tuple[NodePool, ...]) -> list[Object]:
-    """`defaults` plus one `Exists` toleration per distinct (key, effect) among the pools' taints, derived from the
-    taints themselves so they can never drift apart; a DaemonSet must run on every value of the key."""
-    out = [dict(toleration) for toleration in defaults]
-    seen = {(str(t["key"]), str(t["effect"])) for t in defaults if t.get("operator") == "Exists"}
-    for pool in pools:
-        for taint in pool.taints:
-            if (taint.key, taint.effect) not in seen:
-                seen.add((taint.key, taint.effect))
-                out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-    return out
+    """`defaults` plus one `Exists` toleration per (key, effect) among the pools' taints they do not already cover,
+    derived from the taints themselves so they can never drift apart; a DaemonSet must run on every value of the key."""
+    return daemonset_tolerations(defaults, (taint for pool in pools for taint in pool.taints))
 
 
 def mig_strategy(ctx: Context) -> str:

@@ -298,20 +298,23 @@ def _kai_queue_hint(pending: Pending, context: Context) -> Hint:
     pod = pending.pod
     tenant = next((t for t in context.blueprint.tenants if pod.namespace in t.namespaces), None)
     owner = f"tenant '{tenant.name}'" if tenant is not None else "its tenant"
+    workload = pod.source.workload
+    on = f" on pool '{workload.pool}'" if workload is not None else ""
     message = (
-        f"the KAI queue named above is at its limit, which is {owner}'s quota in GPU units (a MIG device counts its "
-        f"slices); raise the quota or run fewer pods of '{pod.workload}'"
+        f"the KAI queue named above is at its limit, which is {owner}'s quota{on} in GPU units (a MIG device counts "
+        f"its slices; each pool is a KAI shard of its own); raise the quota or run fewer pods of '{pod.workload}'"
     )
     resource = next((r for r, _ in pod.shape.requests if r.startswith(RESOURCE_PREFIX)), None)
     if tenant is None or resource is None:
         return _where(pod, None, message, ())
-    return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context))
+    return Hint(message, BLUEPRINT, _quota_path(tenant, resource, context, workload.pool if workload else None))
 
 
-def _quota_path(tenant: Tenant, resource: str, context: Context) -> JsonPath:
+def _quota_path(tenant: Tenant, resource: str, context: Context, on: str | None = None) -> JsonPath:
+    """The tenant's quota line for the resource (on pool `on` where given, else the first pool naming it)."""
     short = resource.removeprefix(RESOURCE_PREFIX)
     for pool, items in tenant.quota:
-        if any(name == short for name, _ in items):
+        if (on is None or pool == on) and any(name == short for name, _ in items):
             return (*tenant.path, "quota", pool, short)
     return (*tenant.path, "quota") if tenant.quota else tenant.path
 

@@ -1,9 +1,11 @@
 """KAI Scheduler's queues in the simulation: a pod over its queue's limit pends, one over its quota runs over quota.
 
-A tenant with `scheduler: kai` has a parent Queue and a leaf Queue per namespace (compile/kai.py). The figures are
-read from the compiled Queue objects (scheduling.run.ai/v2), never worked out again here; a pod's leaf is the
-`kai.scheduler/queue` label of its compiled pod template (a scenario's raw pod: its namespace's leaf, the only one
-gpustack's admission policy lets it name).
+A tenant with `scheduler: kai` has, in each of its pools' shards, a parent Queue and a leaf Queue per namespace
+(compile/kai.py). The figures are read from the compiled Queue objects (scheduling.run.ai/v2), never worked out again
+here; a pod's leaf is the `kai.scheduler/queue` label of its compiled pod template (a scenario's raw pod: its
+namespace's leaf on the pool its node selector or required affinity names, the only one gpustack's admission policy
+lets it name; a pod the cluster shows running: the leaf on its node's pool). A shard's scheduler sees only its pool's
+nodes, as the pods' own pool affinity does here.
 
 What KAI does, from its source (kai-scheduler/KAI-Scheduler, pkg/scheduler/plugins/proportion/capacity_policy/
 max_allowed_check.go, `resultsOverLimit`): before a job is placed, for its queue and then each parent in turn,
@@ -38,6 +40,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpustack.context import Context
+from gpustack.names import POOL_LABEL
 from gpustack.schedulers import (
     KAI_QUEUE_LABEL,
     KAI_SCHEDULER,
@@ -47,6 +50,7 @@ from gpustack.schedulers import (
     kai_tenants,
 )
 from gpustack.simulate.demand import WORKLOAD_KINDS, WORKLOAD_LABEL, Pod
+from gpustack.simulate.pods import PodShape
 
 QUEUE_API_VERSION = "scheduling.run.ai/v2"
 # The PodGroup's unschedulable reason for a job over its queue's limit (v2alpha2.OverLimit), shown as the pod's event.
@@ -81,7 +85,8 @@ class KaiQueues:
 
     queues: dict[str, KaiQueue]
     by_workload: dict[tuple[str, str], str]  # (workload, namespace) -> the leaf its pod template names
-    by_namespace: dict[str, str]  # namespace -> its tenant's leaf (raw pods)
+    by_namespace: dict[tuple[str, str], str]  # (namespace, pool) -> its tenant's leaf there (raw and running pods)
+    only_pool: dict[str, str] = field(default_factory=dict)  # namespace -> its tenant's pool, where it has one
     _units: dict[int, tuple[Pod, int]] = field(default_factory=dict, init=False, repr=False)
     # id(pod) -> (pod, the queue it is counted in): what release takes back (holding the pod keeps its id unique)
     _charged: dict[int, tuple[Pod, KaiQueue]] = field(default_factory=dict, init=False, repr=False)
@@ -91,7 +96,7 @@ class KaiQueues:
         queues = {
             name: KaiQueue(q.name, q.parent, q.quota, q.limit, q.over_quota_weight) for name, q in self.queues.items()
         }
-        return KaiQueues(queues, self.by_workload, self.by_namespace)
+        return KaiQueues(queues, self.by_workload, self.by_namespace, self.only_pool)
 
     def queue_of(self, pod: Pod) -> KaiQueue | None:
         if pod.shape.scheduler_name != KAI_SCHEDULER:
@@ -99,7 +104,9 @@ class KaiQueues:
         if pod.source.workload is not None:
             name = self.by_workload.get((pod.source.workload.name, pod.namespace))
         else:
-            name = self.by_namespace.get(pod.namespace)
+            # The pool it selects; one that selects none can be admitted only with its tenant's one pool's label.
+            pool = selected_pool(pod.shape) or self.only_pool.get(pod.namespace)
+            name = self.by_namespace.get((pod.namespace, pool)) if pool is not None else None
         return self.queues.get(name) if name is not None else None
 
     def units(self, pod: Pod) -> int:
@@ -153,12 +160,13 @@ class KaiQueues:
                 member.over_quota.extend(job)
                 marked = True
 
-    def charge_running(self, pod: Pod) -> None:
-        """Count a pod a cluster snapshot shows running. The snapshot does not say which scheduler bound it; a GPU pod
-        in a KAI tenant's namespace is KAI's (gpustack's admission policy refuses any other), in its namespace's
-        leaf."""
+    def charge_running(self, pod: Pod, pool: str | None) -> None:
+        """Count a pod a cluster snapshot shows running on a node of `pool`. The snapshot does not say which scheduler
+        bound it; a GPU pod in a KAI tenant's namespace is KAI's (gpustack's admission policy refuses any other), in
+        its namespace's leaf in the shard of the pool it runs on."""
         queue = self.queue_of(pod)
-        name = self.by_namespace.get(pod.namespace) if queue is None else queue.name
+        name = self.by_namespace.get((pod.namespace, pool)) if queue is None and pool is not None else None
+        name = queue.name if queue is not None else name
         if name is not None and name in self.queues:
             self._charge(self.queues[name], [pod])
 
@@ -207,8 +215,25 @@ def kai_queues(context: Context, objects: Iterable[Mapping[str, Any]]) -> KaiQue
             workload = (metadata.get("labels") or {}).get(WORKLOAD_LABEL, metadata.get("name"))
             if label is not None and workload is not None:
                 by_workload.setdefault((str(workload), str(metadata.get("namespace", "default"))), label)
-    by_namespace = {ns: kai_leaf_queue(tenant, ns) for tenant in tenants for ns in tenant.namespaces}
-    return KaiQueues(queues, by_workload, by_namespace)
+    by_namespace = {
+        (ns, pool): kai_leaf_queue(tenant, ns, pool)
+        for tenant in tenants
+        for ns in tenant.namespaces
+        for pool in tenant.pools
+    }
+    only_pool = {ns: tenant.pools[0] for tenant in tenants if len(tenant.pools) == 1 for ns in tenant.namespaces}
+    return KaiQueues(queues, by_workload, by_namespace, only_pool)
+
+
+def selected_pool(shape: PodShape) -> str | None:
+    """The one pool a pod's nodeSelector or required node affinity names by gpustack's pool label (the shard KAI
+    would take it in); None where it names none, or several."""
+    named = {value for key, value in shape.node_selector if key == POOL_LABEL}
+    for term in shape.required or ():
+        for requirement in term.requirements:
+            if requirement.key == POOL_LABEL and requirement.operator == "In" and not requirement.field:
+                named.update(requirement.values)
+    return named.pop() if len(named) == 1 else None
 
 
 def read_queue(obj: Mapping[str, Any]) -> KaiQueue:

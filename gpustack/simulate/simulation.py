@@ -88,8 +88,8 @@ def simulate(
         cluster.bind(pod, node)
         ledger.charge(pod)
     if kai is not None:
-        for pod, _ in running:
-            kai.charge_running(pod)
+        for pod, node in running:
+            kai.charge_running(pod, nodes[node].pool)
     preempted: list[tuple[Pod, int, str]] = []
     nominated: list[tuple[Pod, int, str]] = []
     pending: list[Pending] = []

@@ -13,6 +13,7 @@ need() {
   fi
 }
 need 'CRD queues.scheduling.run.ai (Queue)' 'install Helm release kai-scheduler (chart oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler v0.17.0, namespace kai-scheduler: README.md step 3) and wait until it is ready' kubectl get crd queues.scheduling.run.ai
+need 'CRD schedulingshards.kai.scheduler (SchedulingShard)' 'install Helm release kai-scheduler (chart oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler v0.17.0, namespace kai-scheduler: README.md step 3) and wait until it is ready' kubectl get crd schedulingshards.kai.scheduler
 need 'CRD jobsets.jobset.x-k8s.io (JobSet)' 'install Helm release jobset (chart oci://registry.k8s.io/jobset/charts/jobset 0.10.1, namespace jobset-system: README.md step 3) and wait until it is ready' kubectl get crd jobsets.jobset.x-k8s.io
 if [ "$missing" -ne 0 ]; then
   printf '%s\n' 'Install what is missing (README.md step 3), then run this script again.' >&2
