@@ -207,34 +207,6 @@ VARIANTS = {
         },
         {"name": "cpu", "cloud": {"provider": "eks", "machineType": "m5.xlarge"}, "count": 1},
     ),
-    # GB200 on each cloud: Grace Arm hosts (EKS's ARM NVIDIA AMI, GKE's A4X).
-    "eks-gb200-arm": blueprint(
-        {
-            "name": "gb",
-            "gpu": {"model": "GB200", "count": 4},
-            "cloud": {"provider": "eks"},
-            "minNodes": 0,
-            "maxNodes": 2,
-        }
-    ),
-    "gke-gb200-arm": blueprint(
-        {
-            "name": "gb",
-            "gpu": {"model": "GB200", "count": 4},
-            "cloud": {"provider": "gke"},
-            "minNodes": 0,
-            "maxNodes": 2,
-        }
-    ),
-    "aks-gb200-arm": blueprint(
-        {
-            "name": "gb",
-            "gpu": {"model": "GB200", "count": 4},
-            "cloud": {"provider": "aks"},
-            "minNodes": 0,
-            "maxNodes": 2,
-        }
-    ),
     "eks-fixed-operator": blueprint(
         {"name": "h100", "gpu": {"model": "H100-SXM5-80GB", "count": 8}, "cloud": {"provider": "eks"}, "count": 2},
         stack="gpu-operator",
@@ -261,6 +233,21 @@ VARIANTS = {
         operator={"driver": True},
     ),
 }
+
+# GB200 on each cloud: Grace Arm hosts (EKS's ARM NVIDIA AMI, GKE's A4X, AKS's ND GB200 v6).
+VARIANTS |= {
+    f"{provider}-gb200-arm": blueprint(
+        {
+            "name": "gb",
+            "gpu": {"model": "GB200", "count": 4},
+            "cloud": {"provider": provider},
+            "minNodes": 0,
+            "maxNodes": 2,
+        }
+    )
+    for provider in ("eks", "gke", "aks")
+}
+
 CLOUD_BLUEPRINTS = sorted(
     [
         *(BLUEPRINTS / "cloud").glob("*.yaml"),
