@@ -71,9 +71,27 @@ KIND_RANK: dict[str, int] = {
 WORKLOAD_RANK = 10
 
 
-def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
-    kind, metadata = manifest.obj["kind"], manifest.obj["metadata"]
-    return (KIND_RANK.get(kind, WORKLOAD_RANK), metadata.get("namespace") or "", kind, metadata["name"])
+def _name(manifest: Manifest) -> str:
+    return str(manifest.obj["metadata"]["name"])
+
+
+def apply_order(objects: list[Manifest]) -> tuple[Manifest, ...]:
+    """The objects by (kind rank, namespace, kind, name), in place, in two stable passes: by name, then by the rest.
+
+    Why: one key tuple per object (23,500 at many-pools 10x) would be alive at compile's peak, with every object
+    built; here the keys are the objects' own names and one tuple per (rank, namespace, kind) group: 1.2 MB less.
+    Python's sort is stable, so the order is the one tuple key's: `tests/test_compile_memory.py` holds them equal.
+    """
+    groups: dict[tuple[int, str, str], tuple[int, str, str]] = {}
+
+    def group(manifest: Manifest) -> tuple[int, str, str]:
+        kind, metadata = manifest.obj["kind"], manifest.obj["metadata"]
+        key = (KIND_RANK.get(kind, WORKLOAD_RANK), metadata.get("namespace") or "", kind)
+        return groups.setdefault(key, key)
+
+    objects.sort(key=_name)
+    objects.sort(key=group)
+    return tuple(objects)
 
 
 @paused()  # see gpustack/collector.py
@@ -93,7 +111,7 @@ def compile_blueprint(context: Context) -> Plan:
     merged.releases.extend(controllers.controller_releases(merged.objects))
     return Plan(
         blueprint=context.blueprint.name,
-        objects=tuple(sorted(merged.objects, key=_rank)),
+        objects=apply_order(merged.objects),
         releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
         artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
         diagnostics=tuple(merged.diagnostics),
