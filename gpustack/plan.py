@@ -8,14 +8,17 @@ drift and review read the pools here, so none of them reaches into a compile fam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from gpustack.diagnostic import Diagnostic
 
 Object = dict[str, Any]
+T = TypeVar("T")
 
 # The output families of the Node patches: a node's labels, and (kept out of the kustomization) its taints.
 NODES_FAMILY = "nodes"
@@ -202,3 +205,54 @@ class FamilyOutput:
     prerequisites: list[Prerequisite] = field(default_factory=list)
     pools: list[PoolNodes] = field(default_factory=list)
     node_pools: list[NodePoolSpec] = field(default_factory=list)
+
+
+# --- parts shared within one compile --------------------------------------------------------------------------------
+# One compile's parts by what determines each, and its texts; None outside `sharing_parts` (nothing is shared).
+_PARTS: ContextVar[tuple[dict[Hashable, Any], dict[str, str]] | None] = ContextVar("gpustack_plan_parts", default=None)
+
+
+@contextmanager
+def sharing_parts() -> Iterator[None]:
+    """Inside (one compile_blueprint run): `shared_part` and `shared_text` hand out one object per value; the parts
+    are forgotten when it ends."""
+    token = _PARTS.set(({}, {}))
+    try:
+        yield
+    finally:
+        _PARTS.reset(token)
+
+
+def shared_part(key: Hashable, build: Callable[[], T]) -> T:
+    """The part built for `key` earlier in this compile, else `build()`, remembered for the rest of it.
+
+    Why: most of compile's memory at fleet size is small dicts that many objects repeat (a tenant's admission policy
+    declares the same variables and matches the same kinds as every other tenant's: 12,500 variables of 2,000
+    distinct values in 502 policies at many-pools 10x). One object per distinct part keeps `compile -d -`'s peak
+    within a small multiple of its stream. A shared part is plain data like every plan object: the YAML writer writes
+    it out in full wherever it appears (never an alias), marshal compares it without back-references (review), and it
+    is safe only because nothing changes an object once it is built (`tests/test_registration.py` checks writing,
+    reviewing and registering leave every object as compile made it, `tests/test_compile_memory.py` compiling and
+    simulating; a builder that adds to a part copies it).
+    `key` must determine the part exactly: callers key it by the very strings it is made of. Share only what repeats:
+    each distinct key is kept until the compile ends.
+
+    Fallback: outside `sharing_parts` (a builder called by a check, a test, a tool) every call builds a fresh part.
+    """
+    shared = _PARTS.get()
+    if shared is None:
+        return build()
+    parts = shared[0]
+    try:
+        part: T = parts[key]
+    except KeyError:
+        part = parts[key] = build()
+    return part
+
+
+def shared_text(text: str) -> str:
+    """The text equal to `text` seen earlier in this compile, else `text` (remembered): a string many objects build
+    alike (the CEL message of a rule every tenant's policy holds) is then held once. As `shared_part`; outside
+    `sharing_parts`, `text` itself."""
+    shared = _PARTS.get()
+    return text if shared is None else shared[1].setdefault(text, text)

@@ -28,7 +28,7 @@ from gpustack.compile import (
     volcano,
 )
 from gpustack.context import Context
-from gpustack.plan import FamilyOutput, Manifest, Plan
+from gpustack.plan import FamilyOutput, Manifest, Plan, sharing_parts
 
 Family = Callable[[Context], FamilyOutput]
 
@@ -98,15 +98,16 @@ def apply_order(objects: list[Manifest]) -> tuple[Manifest, ...]:
 def compile_blueprint(context: Context) -> Plan:
     """The Plan for a blueprint that validated without errors, from the Context its checks ran on."""
     merged = FamilyOutput()
-    for family in FAMILIES:
-        output = family(context)
-        merged.objects.extend(output.objects)
-        merged.releases.extend(output.releases)
-        merged.artifacts.extend(output.artifacts)
-        merged.diagnostics.extend(output.diagnostics)
-        merged.prerequisites.extend(output.prerequisites)
-        merged.pools.extend(output.pools)
-        merged.node_pools.extend(output.node_pools)
+    with sharing_parts():  # identical parts of objects built once per compile (plan.shared_part)
+        for family in FAMILIES:
+            output = family(context)
+            merged.objects.extend(output.objects)
+            merged.releases.extend(output.releases)
+            merged.artifacts.extend(output.artifacts)
+            merged.diagnostics.extend(output.diagnostics)
+            merged.prerequisites.extend(output.prerequisites)
+            merged.pools.extend(output.pools)
+            merged.node_pools.extend(output.node_pools)
     # From the objects themselves, rendered templates included: a JobSet or LeaderWorkerSet needs its controller.
     merged.releases.extend(controllers.controller_releases(merged.objects))
     return Plan(
