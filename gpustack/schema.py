@@ -38,7 +38,14 @@ from gpustack.codes import (
 )
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, sort_diagnostics
 from gpustack.load import Document
-from gpustack.schema_fast import Overflow, compiled_pattern, load_schema, shape_validator, within_bounds
+from gpustack.schema_fast import (
+    Overflow,
+    compiled_pattern,
+    forget_valid,
+    load_schema,
+    shape_validator,
+    within_bounds,
+)
 
 __all__ = ["MAX_ENTRIES", "SHAPE_CODES", "check_shape", "load_schema"]
 
@@ -94,7 +101,10 @@ def check_shape(doc: Document, validator: Validator | None = None) -> list[Diagn
     # A list or mapping over its bound is cut to it first (reported once), so jsonschema never walks the thousands
     # of entries a blueprint cannot have: at most a bound's worth of each is checked, and worded as before.
     data, overflows = within_bounds(doc.data, MAX_ENTRIES, guided=validator is None)
-    errors = list((validator or shape_validator()).iter_errors(data))
+    try:
+        errors = list((validator or shape_validator()).iter_errors(data))
+    finally:
+        forget_valid()  # what the walk remembered is this document's alone: not kept through compile
     # `efect: NoSchedule` is one mistake, not two: the unknown-field error's did-you-mean already
     # covers the "missing effect" that the same typo causes.
     typos = frozenset(fix for error in errors for fix in _typo_fixes(error))

@@ -34,7 +34,7 @@ from gpustack.names import (
     priority_class_name,
 )
 from gpustack.needs import Requests
-from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.plan import FamilyOutput, Manifest, Object, shared_part
 from gpustack.rendezvous import MASTER_PORT, derived_command, training_shape
 from gpustack.schedulers import KAI_QUEUE_LABEL, KAI_SCHEDULER, kai_leaf_queue, queue_name
 from gpustack.selection import node_selector_term
@@ -315,25 +315,42 @@ def environment(workload: Workload) -> list[dict[str, Any]]:
 
 
 def probes(workload: Workload) -> dict[str, Any]:
-    """Startup probe sized to the model's load time; liveness and readiness only start once it has passed."""
+    """Startup probe sized to the model's load time; liveness and readiness only start once it has passed (the same
+    for every workload serving one path with one startup time: one object within a compile, plan.shared_part)."""
     if workload.serve is None:
         return {}
-    serve = workload.serve
+    path, startup = workload.serve.path, max(math.ceil(workload.serve.startup_seconds / PROBE_PERIOD_SECONDS), 1)
+    return shared_part(("workloads.probes", path, startup), lambda: _probes(path, startup))
 
+
+def _probes(path: str, startup_failures: int) -> dict[str, Any]:
     def http_get() -> dict[str, Any]:
-        return {"path": serve.path, "port": PORT_NAME}
+        return {"path": path, "port": PORT_NAME}
 
     return {
         "startupProbe": {
             "httpGet": http_get(),
             "periodSeconds": PROBE_PERIOD_SECONDS,
             "timeoutSeconds": 5,
-            "failureThreshold": max(math.ceil(serve.startup_seconds / PROBE_PERIOD_SECONDS), 1),
+            "failureThreshold": startup_failures,
         },
         "readinessProbe": {"httpGet": http_get(), "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
         # Generous: a GPU server busy with a long batch answers slowly, and a restart reloads the whole model.
         "livenessProbe": {"httpGet": http_get(), "periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 5},
     }
+
+
+# Parts every generated workload repeats: one object each within a compile (plan.shared_part), never changed once built.
+def _container_security() -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def _pod_security() -> dict[str, Any]:
+    return {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _one_pod_at_a_time() -> dict[str, Any]:
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 
 def container(
@@ -347,14 +364,17 @@ def container(
     if workload.args:
         spec["args"] = list(workload.args)
     if workload.serve is not None and leader:
-        spec["ports"] = [{"name": PORT_NAME, "containerPort": workload.serve.port, "protocol": "TCP"}]
+        port = workload.serve.port
+        spec["ports"] = shared_part(
+            ("workloads.containerPorts", port), lambda: [{"name": PORT_NAME, "containerPort": port, "protocol": "TCP"}]
+        )
     spec["env"] = environment(workload)
     spec["resources"] = container_resources(cpu, memory, requests, workload.ephemeral_storage)
     if leader:
         spec.update(probes(workload))
     if needs_shm(workload):
         spec["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
-    spec["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    spec["securityContext"] = shared_part("workloads.containerSecurity", _container_security)
     return spec
 
 
@@ -389,7 +409,7 @@ def pod_template(
     if tenant is not None:
         spec["priorityClassName"] = priority_class_name(tenant.priority)
     spec["automountServiceAccountToken"] = False  # GPU jobs do not talk to the API server
-    spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    spec["securityContext"] = shared_part("workloads.podSecurity", _pod_security)
     spec["affinity"] = affinity(workload, pool)
     if pool.taints:
         spec["tolerations"] = tolerations(pool)
@@ -423,7 +443,11 @@ def service(workload: Workload, namespace: str, *, headless: bool = False, leade
     if leaders_only:
         spec["selector"][LWS_WORKER_INDEX_LABEL] = "0"  # requests go to each group's leader, which serves it
     if workload.serve is not None:
-        spec["ports"] = [{"name": PORT_NAME, "port": workload.serve.port, "targetPort": PORT_NAME, "protocol": "TCP"}]
+        port = workload.serve.port
+        spec["ports"] = shared_part(
+            ("workloads.servicePorts", port),
+            lambda: [{"name": PORT_NAME, "port": port, "targetPort": PORT_NAME, "protocol": "TCP"}],
+        )
     metadata = _metadata(workload, namespace, service_name(workload))
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
@@ -438,7 +462,7 @@ def deployment(workload: Workload, namespace: str, pod: dict[str, Any]) -> Objec
             "selector": {"matchLabels": selector_labels(workload)},
             # Replace pods one at a time without a surge pod: a surge would need a spare GPU, which a full pool
             # does not have, and the rollout would hang.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "strategy": shared_part("workloads.strategy", _one_pod_at_a_time),
             "template": pod,
         },
     }

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import gpustack.load as load
@@ -340,6 +342,17 @@ def test_span_prefers_the_key_then_falls_back_to_the_nearest_ancestor() -> None:
 def test_span_of_a_document_without_positions_is_the_first_character() -> None:
     doc = Document("b.yaml", "", {}, {}, {})
     assert doc.span(("a",)).start == Position(1, 1)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "é", " ", "\n", "\r", "\r\n", "\x85", "\u2028", "\u2029", "\v", "\f", "\x1c"])))
+def test_source_line_is_the_line_splitlines_gives(pieces: list[str]) -> None:
+    """Lines are found by their offsets (kept for a compile's whole run: the lines themselves took more memory than
+    the text), splitting where `str.splitlines` does, on any text, one a file read only for display included."""
+    text = "".join(pieces)
+    doc = Document("b.yaml", text, None, {}, {})
+    lines = text.splitlines()
+    assert [doc.source_line(n) for n in range(-1, len(lines) + 3)] == ["", "", *lines, "", ""]
 
 
 def test_source_line_counts_every_yaml_line_break(parser: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import missing_reference
+from conftest import BLUEPRINTS, missing_reference
 from jsonschema import Draft202012Validator
 
 from gpustack import schema as shape
@@ -457,3 +457,15 @@ def test_mangled_blueprints_give_located_hinted_diagnostics_never_exceptions() -
         diagnostics = shape.check_shape(doc)
         assert len({(d.code, d.path, d.message) for d in diagnostics}) == len(diagnostics)
         assert all(d.span is not None and d.hint and d.code in shape.SHAPE_CODES for d in diagnostics)
+
+
+def test_the_shape_check_forgets_the_values_it_found_valid() -> None:
+    """The values a `$ref` target passed are one document's (schema_fast._VALID): remembered during its check, gone
+    once it is done, so they are not held through the compile that follows, and a check of the same document again
+    finds what the first found."""
+    doc = parse_document((BLUEPRINTS / "multi-tenant.yaml").read_text(encoding="utf-8"), "multi-tenant.yaml")
+    assert shape.check_shape(doc) == [] and not schema_fast._VALID
+    broken = parse_document(doc.text.rstrip("\n") + "\nbogus: 1\n", "broken.yaml")
+    first = shape.check_shape(broken)
+    assert [d.code for d in first] == [UNKNOWN_FIELD] and not schema_fast._VALID
+    assert shape.check_shape(broken) == first

@@ -28,7 +28,7 @@ from gpustack.compile import (
     volcano,
 )
 from gpustack.context import Context
-from gpustack.plan import FamilyOutput, Manifest, Plan
+from gpustack.plan import FamilyOutput, Manifest, Plan, sharing_parts
 
 Family = Callable[[Context], FamilyOutput]
 
@@ -71,29 +71,48 @@ KIND_RANK: dict[str, int] = {
 WORKLOAD_RANK = 10
 
 
-def _rank(manifest: Manifest) -> tuple[int, str, str, str]:
-    kind, metadata = manifest.obj["kind"], manifest.obj["metadata"]
-    return (KIND_RANK.get(kind, WORKLOAD_RANK), metadata.get("namespace") or "", kind, metadata["name"])
+def _name(manifest: Manifest) -> str:
+    return str(manifest.obj["metadata"]["name"])
+
+
+def apply_order(objects: list[Manifest]) -> tuple[Manifest, ...]:
+    """The objects by (kind rank, namespace, kind, name), in place, in two stable passes: by name, then by the rest.
+
+    Why: one key tuple per object (23,500 at many-pools 10x) would be alive at compile's peak, with every object
+    built; here the keys are the objects' own names and one tuple per (rank, namespace, kind) group: 1.2 MB less.
+    Python's sort is stable, so the order is the one tuple key's: `tests/test_compile_memory.py` holds them equal.
+    """
+    groups: dict[tuple[int, str, str], tuple[int, str, str]] = {}
+
+    def group(manifest: Manifest) -> tuple[int, str, str]:
+        kind, metadata = manifest.obj["kind"], manifest.obj["metadata"]
+        key = (KIND_RANK.get(kind, WORKLOAD_RANK), metadata.get("namespace") or "", kind)
+        return groups.setdefault(key, key)
+
+    objects.sort(key=_name)
+    objects.sort(key=group)
+    return tuple(objects)
 
 
 @paused()  # see gpustack/collector.py
 def compile_blueprint(context: Context) -> Plan:
     """The Plan for a blueprint that validated without errors, from the Context its checks ran on."""
     merged = FamilyOutput()
-    for family in FAMILIES:
-        output = family(context)
-        merged.objects.extend(output.objects)
-        merged.releases.extend(output.releases)
-        merged.artifacts.extend(output.artifacts)
-        merged.diagnostics.extend(output.diagnostics)
-        merged.prerequisites.extend(output.prerequisites)
-        merged.pools.extend(output.pools)
-        merged.node_pools.extend(output.node_pools)
+    with sharing_parts():  # identical parts of objects built once per compile (plan.shared_part)
+        for family in FAMILIES:
+            output = family(context)
+            merged.objects.extend(output.objects)
+            merged.releases.extend(output.releases)
+            merged.artifacts.extend(output.artifacts)
+            merged.diagnostics.extend(output.diagnostics)
+            merged.prerequisites.extend(output.prerequisites)
+            merged.pools.extend(output.pools)
+            merged.node_pools.extend(output.node_pools)
     # From the objects themselves, rendered templates included: a JobSet or LeaderWorkerSet needs its controller.
     merged.releases.extend(controllers.controller_releases(merged.objects))
     return Plan(
         blueprint=context.blueprint.name,
-        objects=tuple(sorted(merged.objects, key=_rank)),
+        objects=apply_order(merged.objects),
         releases=tuple(sorted(merged.releases, key=lambda r: r.name)),
         artifacts=tuple(sorted(merged.artifacts, key=lambda a: a.path)),
         diagnostics=tuple(merged.diagnostics),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpustack.names import MANAGED_BY
-from gpustack.plan import Object
+from gpustack.plan import Object, shared_part, shared_text
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 # Set by the API server on every namespace since 1.21 and immutable: a selector on it cannot be forged.
@@ -90,11 +90,22 @@ def count_more(variable: str, one: str, many: str) -> str:
 # --- objects --------------------------------------------------------------------------------------------------------
 
 
+# Every policy and binding repeats its labels, match constraints and conditions, and a tenant's policy the variables
+# and CEL messages of every other tenant's but for its grants: within a compile each distinct part is one object
+# (`plan.shared_part`: 502 policies held 12,500 variable mappings of 2,000 distinct values at many-pools 10x).
+
+
 def build_metadata(name: str) -> dict[str, Any]:
-    return {"name": name, "labels": dict(MANAGED_BY)}
+    return {"name": name, "labels": shared_part("cel.labels", lambda: dict(MANAGED_BY))}
 
 
 def build_match_constraints() -> dict[str, Any]:
+    """Every kind that carries pod specs: one object within a compile (a policy that matches more kinds,
+    add_podgroup_rule, is given match constraints of its own)."""
+    return shared_part("cel.matchConstraints", _match_constraints)
+
+
+def _match_constraints() -> dict[str, Any]:
     return {
         "resourceRules": [
             {"apiGroups": [group], "apiVersions": [version], "operations": list(OPERATIONS), "resources": list(names)}
@@ -103,12 +114,22 @@ def build_match_constraints() -> dict[str, Any]:
     }
 
 
+def _match_conditions() -> list[dict[str, str]]:
+    return [{"name": "created-or-spec-changed", "expression": CREATED_OR_SPEC_CHANGED}]
+
+
 def declare(name: str, expression: str) -> dict[str, str]:
-    return {"name": name, "expression": expression}
+    return shared_part(("cel.declare", name, expression), lambda: {"name": name, "expression": expression})
 
 
 def build_validation(expression: str, message: str, message_expression: str) -> dict[str, str]:
-    return {"expression": expression, "message": message, "messageExpression": message_expression, "reason": REASON}
+    # A rule's message names its tenant, its CEL message does not: only the latter repeats across policies.
+    return {
+        "expression": expression,
+        "message": message,
+        "messageExpression": shared_text(message_expression),
+        "reason": REASON,
+    }
 
 
 def build_policy(name: str, variables: list[dict[str, str]], validations: list[dict[str, str]]) -> Object:
@@ -119,7 +140,7 @@ def build_policy(name: str, variables: list[dict[str, str]], validations: list[d
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": build_match_constraints(),
-            "matchConditions": [{"name": "created-or-spec-changed", "expression": CREATED_OR_SPEC_CHANGED}],
+            "matchConditions": shared_part("cel.matchConditions", _match_conditions),
             "variables": variables,
             "validations": validations,
         },

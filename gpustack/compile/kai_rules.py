@@ -69,10 +69,13 @@ KAI_OBJECTS = f"its pods (the {KAI_QUEUE_LABEL} label, on the pod or a pod templ
 
 
 def add_podgroup_rule(policy: Object) -> Object:
-    """Match KAI's PodGroups too (only where a blueprint has KAI tenants: no other policy changes)."""
-    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    """Match KAI's PodGroups too (only where a blueprint has KAI tenants: no other policy changes).
+
+    The policy's match constraints are new ones: those it was built with are every policy's (cel.shared_part)."""
+    spec = policy["spec"]
+    rules = spec["matchConstraints"]["resourceRules"]
     if PODGROUP_RULE not in rules:
-        rules.append(dict(PODGROUP_RULE))
+        spec["matchConstraints"] = {**spec["matchConstraints"], "resourceRules": [*rules, dict(PODGROUP_RULE)]}
     return policy
 
 

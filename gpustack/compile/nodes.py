@@ -133,9 +133,12 @@ def build_node_patch(node: str, labels: dict[str, str]) -> Object:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
 
 
-def build_taint_patch(node: str, taints: list[Object]) -> Object:
-    """The pool's taints (node_taints) on one node, as a patch that owns the node's whole taint list."""
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"taints": taints}}
+def build_taint_patch(node: str, spec: Object) -> Object:
+    """The pool's taints on one node, as a patch that owns the node's whole taint list.
+
+    `spec` is `{"taints": node_taints(pool)}`, one per pool, shared by its nodes' patches: never changed.
+    """
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": spec}
 
 
 def _command(words: list[str]) -> str:
@@ -241,7 +244,7 @@ def render_node_pool(ctx: Context, pool: NodePool) -> str:
 def compile_nodes(ctx: Context) -> FamilyOutput:
     static = [pool for pool in ctx.blueprint.pools if pool.selector is None]
     shared = _shared_labels(ctx)
-    # A pool's nodes share one labels mapping (read-only in the Plan's PoolNodes) and one taint list, as plan
+    # A pool's nodes share one labels mapping (read-only in the Plan's PoolNodes) and one taints spec, as plan
     # objects may (the writer writes shared parts out in full): 10,000 nodes held 15 MB of copies.
     objects: list[Manifest] = []
     for pool in static:
@@ -249,8 +252,8 @@ def compile_nodes(ctx: Context) -> FamilyOutput:
         objects += (Manifest(FAMILY, NODES_FILE, build_node_patch(node, labels)) for node in pool.nodes)
     for pool in static:
         if pool.taints:
-            taints = node_taints(pool)
-            objects += (Manifest(TAINTS_FAMILY, TAINTS_FILE, build_taint_patch(node, taints)) for node in pool.nodes)
+            spec = {"taints": node_taints(pool)}
+            objects += (Manifest(TAINTS_FAMILY, TAINTS_FILE, build_taint_patch(node, spec)) for node in pool.nodes)
     artifacts = [
         Artifact(
             node_pool_file(pool),

@@ -20,7 +20,7 @@ from gpustack.context import Context
 from gpustack.model import PRIORITY_VALUES, Scheduler, Tenant
 from gpustack.names import MANAGED_BY, TENANT_LABEL, priority_class_name
 from gpustack.offers import Isolation, Offer, full_resource_name
-from gpustack.plan import FamilyOutput, Manifest, Object
+from gpustack.plan import FamilyOutput, Manifest, Object, shared_part
 from gpustack.schedulers import closed_resources, namespace_quota, nominal_quota
 
 FAMILY = "tenants"
@@ -61,14 +61,15 @@ def compile_tenants(ctx: Context) -> FamilyOutput:
 
 
 def tenant_labels(tenant: Tenant) -> dict[str, str]:
-    return {**MANAGED_BY, TENANT_LABEL: tenant.name}
+    """The labels of each of the tenant's objects: one mapping within a compile (plan.shared_part)."""
+    return shared_part(("tenants.labels", tenant.name), lambda: {**MANAGED_BY, TENANT_LABEL: tenant.name})
 
 
 def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
-    metadata["labels"] = dict(labels)
+    metadata["labels"] = labels
     return metadata
 
 
@@ -112,11 +113,14 @@ def kueue_quota_ceiling(ctx: Context, tenant: Tenant) -> dict[str, int]:
 
 
 def resource_quota(tenant: Tenant, namespace: str, hard: dict[str, int]) -> Object:
+    # Tenants with the same grants have the same spec: one object within a compile (plan.shared_part), keyed by the
+    # very strings it holds.
+    amounts = {key: str(amount) for key, amount in hard.items()}
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": _metadata(QUOTA_NAME, tenant_labels(tenant), namespace),
-        "spec": {"hard": {key: str(amount) for key, amount in hard.items()}},
+        "spec": shared_part(("tenants.quota", *amounts.items()), lambda: {"hard": amounts}),
     }
 
 
@@ -151,24 +155,31 @@ def limitable_resources(ctx: Context) -> set[str]:
 
 
 def limit_range(tenant: Tenant, namespace: str, gpu_max: dict[str, int]) -> Object:
-    item: dict[str, Any] = {"type": "Container"}
-    if gpu_max:
-        # A pod asking for more GPUs than any node has would stay Pending forever; with `max` it is refused at
-        # admission ("maximum nvidia.com/gpu usage per Container is 8, but limit is 16").
-        item["max"] = {resource: str(amount) for resource, amount in gpu_max.items()}
-        # LimitRanger requires a limit on every `max` resource and, when `default` is absent, defaults the limit
-        # to `max`: without an explicit 0 every container that asks for no GPU would be given 8 of them.
-        item["default"] = {resource: "0" for resource in gpu_max}
-    item["defaultRequest"] = {"cpu": DEFAULT_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
-    if gpu_max:
-        # Extended resources cannot be overcommitted: default and defaultRequest must agree when both are set.
-        item["defaultRequest"].update({resource: "0" for resource in gpu_max})
+    # Tenants whose pools offer the same most per node have the same spec: one object within a compile
+    # (plan.shared_part), keyed by the very strings it holds.
+    most = tuple((resource, str(amount)) for resource, amount in gpu_max.items())
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
         "metadata": _metadata(LIMIT_RANGE_NAME, tenant_labels(tenant), namespace),
-        "spec": {"limits": [item]},
+        "spec": shared_part(("tenants.limitRange", *most), lambda: _limit_range_spec(most)),
     }
+
+
+def _limit_range_spec(gpu_max: tuple[tuple[str, str], ...]) -> Object:
+    item: dict[str, Any] = {"type": "Container"}
+    if gpu_max:
+        # A pod asking for more GPUs than any node has would stay Pending forever; with `max` it is refused at
+        # admission ("maximum nvidia.com/gpu usage per Container is 8, but limit is 16").
+        item["max"] = dict(gpu_max)
+        # LimitRanger requires a limit on every `max` resource and, when `default` is absent, defaults the limit
+        # to `max`: without an explicit 0 every container that asks for no GPU would be given 8 of them.
+        item["default"] = {resource: "0" for resource, _ in gpu_max}
+    item["defaultRequest"] = {"cpu": DEFAULT_CPU_REQUEST, "memory": DEFAULT_MEMORY_REQUEST}
+    if gpu_max:
+        # Extended resources cannot be overcommitted: default and defaultRequest must agree when both are set.
+        item["defaultRequest"].update({resource: "0" for resource, _ in gpu_max})
+    return {"limits": [item]}
 
 
 def priority_classes(tenants: Iterable[Tenant]) -> list[Object]:
