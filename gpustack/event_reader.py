@@ -39,6 +39,7 @@ from yaml.events import (
     MappingStartEvent,
     ScalarEvent,
     SequenceEndEvent,
+    SequenceStartEvent,
     StreamEndEvent,
 )
 
@@ -94,8 +95,23 @@ _TYPED_PLAIN: Final = re.compile(
 ).fullmatch
 
 
+# The core schema's words (`null`, `~`, the empty null, `true`, `False`, ...: its null and bool patterns are lists of
+# literals) and the first characters of its numbers: a plain scalar that is no word and starts with no such
+# character is a string without running the pattern, as PyYAML's resolvers skip by first character. Most of a
+# blueprint's plain scalars are (`name`, `pool-0001`, `nvidia.com/gpu`).
+_WORD_TAGS: Final = {
+    word: tag for tag, pattern, _ in _CORE_SCHEMA if tag in (NULL_TAG, BOOL_TAG) for word in pattern.pattern.split("|")
+}
+_NUMBER_FIRST: Final = frozenset("".join(first for tag, _, first in _CORE_SCHEMA if tag in (INT_TAG, FLOAT_TAG)))
+
+
 def resolve_plain_scalar(text: str) -> str:
     """The tag a plain (unquoted, untagged) scalar gets under the YAML 1.2 core schema."""
+    tag = _WORD_TAGS.get(text)
+    if tag is not None:
+        return tag
+    if text[:1] not in _NUMBER_FIRST:
+        return STR_TAG
     match = _TYPED_PLAIN(text)
     return STR_TAG if match is None else _GROUP_TAGS[match.lastgroup or ""]
 
@@ -334,8 +350,9 @@ class Builder:
 
     def _build_root(self, next_event: Callable[[], Any]) -> Any:
         # The hot loop: a large file has hundreds of thousands of events. The most common, a scalar without tag or
-        # anchor inside a collection (a key, its value, a list item), is handled in line below, with as few calls
-        # as possible; everything else, and whatever is refused, goes through the methods after this one.
+        # anchor inside a collection (a key, its value, a list item), and a collection without tag or anchor opening
+        # and closing under a located value, are handled in line below, with as few calls as possible; everything
+        # else, and whatever is refused, goes through the methods after this one (the same steps, spelt out).
         stack: list[_Frame] = []
         value_marks, key_marks = self.value_marks, self.key_marks
         value: Any
@@ -348,10 +365,13 @@ class Builder:
                 parent, text = stack[-1], event.value
                 span = pack(event.start_mark, event.end_mark)
                 value = text
-                typed = _TYPED_PLAIN(text) if event.implicit[0] else None  # a plain number, bool or null
-                if typed is not None:
-                    tag = _GROUP_TAGS[typed.lastgroup or ""]
-                    value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
+                if event.implicit[0]:  # a plain scalar: resolve_plain_scalar, in line
+                    tag = _WORD_TAGS.get(text)
+                    if tag is None and text[:1] in _NUMBER_FIRST:
+                        typed = _TYPED_PLAIN(text)
+                        tag = None if typed is None else _GROUP_TAGS[typed.lastgroup or ""]
+                    if tag is not None:  # a number, bool or null
+                        value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
                 path = parent.path
                 if parent.is_list:
                     if path is not None:
@@ -373,24 +393,46 @@ class Builder:
                 continue
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
-                self._closed(frame, event)
-                value, start, event = frame.container, frame.start, None
+                value = frame.container
+                if frame.flow and frame.path is not None:  # `_closed`'s case for a [..] or {..}: ends at its bracket
+                    value_marks[frame.path] = pack(frame.start, event.end_mark)
+                else:
+                    self._closed(frame, event)
                 if frame.anchor is not None:
                     self._define(frame, nodes)
-                if stack and stack[-1].height <= frame.height:
-                    stack[-1].height = frame.height + 1
-            else:
-                start = event.start_mark
-                path = self._child_path(stack[-1]) if stack else ()
-                if kind is ScalarEvent:
-                    nodes += 1
-                    value = self._scalar(event, start, path)
-                elif kind is AliasEvent:
-                    value, event = self._alias(event, start, path, nodes, stack), None
+                if not stack:
+                    return value
+                parent = stack[-1]
+                if parent.height <= frame.height:
+                    parent.height = frame.height + 1
+                if parent.is_list:
+                    parent.container.append(value)  # type: ignore[union-attr]
+                elif parent.key is _NO_KEY:  # a collection as a key: refused
+                    parent.key = self._accept_key(parent, value, frame.start, None)
                 else:
-                    nodes += 1
-                    stack.append(self._open(event, start, path, len(stack), nodes - 1))
-                    continue
+                    if parent.key is not _BAD_KEY:
+                        parent.container[parent.key] = value  # type: ignore[call-overload]
+                    parent.key = _NO_KEY
+                continue
+            start = event.start_mark
+            path = self._child_path(stack[-1]) if stack else ()
+            opens = kind is MappingStartEvent or kind is SequenceStartEvent
+            if opens and event.tag is None and event.anchor is None and 0 < len(stack) < MAX_DEPTH:
+                # `_open`'s case for a collection inside another with nothing to refuse
+                nodes += 1
+                if path is not None:
+                    value_marks[path] = pack(start, start)  # its place in document order; the end comes later
+                stack.append(_Frame({} if kind is MappingStartEvent else [], path, start, bool(event.flow_style)))
+                continue
+            if kind is ScalarEvent:
+                nodes += 1
+                value = self._scalar(event, start, path)
+            elif kind is AliasEvent:
+                value, event = self._alias(event, start, path, nodes, stack), None
+            else:
+                nodes += 1
+                stack.append(self._open(event, start, path, len(stack), nodes - 1))
+                continue
             if not stack:
                 return value
             parent = stack[-1]
