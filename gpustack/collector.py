@@ -16,25 +16,36 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class Pause:
+    """A pause in progress; set `acyclic` once the block knows that what it leaves alive holds no cycle."""
+
+    __slots__ = ("acyclic",)
+
+    def __init__(self, acyclic: bool) -> None:
+        self.acyclic = acyclic
+
+
 @contextmanager
-def paused(*, acyclic: bool = False) -> Iterator[None]:
+def paused(*, acyclic: bool = False) -> Iterator[Pause]:
     """No cyclic collection inside; the collector as it was afterwards (pauses nest).
 
-    `acyclic`: what the block leaves alive holds no cycle by construction (the reader's plain dicts, lists and path
-    tuples). Everything a pause allocates is young to the collector, and the first allocation after the pause runs
-    a young collection that walks all of it: 15 ms of validate's 300 at 10,000 nodes, to find nothing. So when such
-    a block ends without an error and the collector comes back on, the young objects are handed to the oldest
-    generation unwalked (`gc.freeze()` then `gc.unfreeze()`, which also resets the young count); a full collection
-    still walks them. Besides the block's own objects that hands over only what the caller made since its last
-    collection (fewer than the young threshold, 700, where the collector was on). Where something else has frozen
-    objects (`gc.get_freeze_count()`), unfreezing would thaw them too: the collector is then just switched back on.
+    `acyclic` (or the yielded Pause's, set inside): what the block leaves alive holds no cycle (the reader's plain
+    dicts, lists and path tuples; a validation that rendered no template). Everything a pause allocates is young to
+    the collector, and the first allocation after the pause runs a young collection that walks all of it: 20 ms of
+    validate's 300 at 10,000 nodes, to find nothing. So when such a block ends without an error and the collector
+    comes back on, the young objects are handed to the oldest generation unwalked (`gc.freeze()` then
+    `gc.unfreeze()`, which also resets the young count); a full collection still walks them. Besides the block's own
+    objects that hands over only what the caller made since its last collection (fewer than the young threshold,
+    700, where the collector was on). Where something else has frozen objects (`gc.get_freeze_count()`), unfreezing
+    would thaw them too: the collector is then just switched back on.
     """
     was_enabled = gc.isenabled()
     gc.disable()
+    pause = Pause(acyclic)
     hand_over = False
     try:
-        yield
-        hand_over = acyclic
+        yield pause
+        hand_over = pause.acyclic
     finally:
         if was_enabled:
             if hand_over and gc.get_freeze_count() == 0:

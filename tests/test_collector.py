@@ -105,6 +105,8 @@ def test_validating_leaves_no_cycles_but_one_sandbox_per_template(cyclic_garbage
     garbage = cyclic_garbage(lambda: validate_path(path))
     assert _kinds(garbage) <= JINJA
     assert _sandboxes(garbage) == _templates(path)
+    if not _templates(path):  # validate_document then hands what it built over unwalked: it must hold no cycle
+        assert garbage == []
 
 
 def test_a_pause_restores_the_collector_and_nests() -> None:
@@ -134,6 +136,14 @@ def test_the_readers_data_is_handed_to_the_oldest_generation_unwalked() -> None:
     assert gc.isenabled()
     document = read_document(EXAMPLES[0])
     assert _generation_of(document.data) == 2
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_a_validation_hands_over_what_it_built_only_where_no_template_was_rendered(path: Path) -> None:
+    assert gc.isenabled()
+    result = validate_path(path)
+    assert result.blueprint is not None
+    assert (_generation_of(result.blueprint) == 2) == (not result.blueprint.templates)
     with pytest.raises(DiagnosticError):  # a failed read hands nothing over: its error and traceback stay young
         parse_document("a: [1\n", "broken.yaml")
 
