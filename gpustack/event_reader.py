@@ -249,7 +249,7 @@ class _Frame:
         self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: Mark, flow: bool = False
     ) -> None:
         self.container = container
-        self.is_list = isinstance(container, list)
+        self.is_list = type(container) is list
         self.path = path
         self.start = start
         self.flow = flow  # a [..] or {..} collection, which ends at its bracket
@@ -371,7 +371,10 @@ class Builder:
                         typed = _TYPED_PLAIN(text)
                         tag = None if typed is None else _GROUP_TAGS[typed.lastgroup or ""]
                     if tag is not None:  # a number, bool or null
-                        value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
+                        try:
+                            value = _SCALAR_CONVERTERS[tag](text)
+                        except ValueError:  # too many digits: `_scalar_value` says so where the scalar stands
+                            value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
                 path = parent.path
                 if parent.is_list:
                     if path is not None:
