@@ -35,9 +35,10 @@ def paused(*, acyclic: bool = False) -> Iterator[Pause]:
     validate's 300 at 10,000 nodes, to find nothing. So when such a block ends without an error and the collector
     comes back on, the young objects are handed to the oldest generation unwalked (`gc.freeze()` then
     `gc.unfreeze()`, which also resets the young count); a full collection still walks them. Besides the block's own
-    objects that hands over only what the caller made since its last collection (fewer than the young threshold,
-    700, where the collector was on). Where something else has frozen objects (`gc.get_freeze_count()`), unfreezing
-    would thaw them too: the collector is then just switched back on.
+    objects that hands over only the caller's young ones (fewer than 700 since its last young collection, and the
+    survivors of up to ten before it), whose cycles, if any, then wait for a full collection. Where something else
+    has frozen objects (`gc.get_freeze_count()`), unfreezing would thaw them too, and where the interpreter has no
+    `gc.freeze` (not CPython): there the collector is just switched back on.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -48,7 +49,10 @@ def paused(*, acyclic: bool = False) -> Iterator[Pause]:
         hand_over = pause.acyclic
     finally:
         if was_enabled:
-            if hand_over and gc.get_freeze_count() == 0:
+            if hand_over and _CAN_FREEZE and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+_CAN_FREEZE = hasattr(gc, "freeze") and hasattr(gc, "get_freeze_count")  # CPython 3.7 on
