@@ -9,7 +9,7 @@ Read the ratios, not the seconds: seconds move with the machine, ratios much les
   compile    `gpustack compile BP -o -`'s work (read, validate, compile, render the stream), against
              libyaml doing the same reading and writing: `yaml.CSafeLoader` parses BP and
              `yaml.CSafeDumper` dumps the same objects (goal <= 1.5x at 10x)
-  validate   `gpustack validate BP`'s work, against `yaml.CSafeLoader` parsing BP (goal <= 1.5x at 10x)
+  validate   `gpustack validate BP`'s work, against `yaml.CSafeLoader` parsing BP (goal <= 1.2x at 10x)
   simulate   `gpustack simulate BP`'s work after compile: place every pod, the report (goal <= 3 s at 10x);
              --profile simulate profiles the whole command (read, validate, compile too)
   diff       `gpustack diff BP BP'` (one pool grows by a node), against compile (goal <= 2x at 10x)

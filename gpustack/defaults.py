@@ -45,11 +45,24 @@ def _schema() -> dict[str, Any]:
 
 
 def schema_default(where: str, name: str) -> Any:
-    """The schema's default for property `name` of the object at JSON pointer `where`; KeyError where it has none."""
-    node = _schema()
-    for part in where.removeprefix("#/").split("/"):
-        node = node[part]
-    return copy.deepcopy(node["properties"][name]["default"])  # a caller may keep a list or mapping default
+    """The schema's default for property `name` of the object at JSON pointer `where`; KeyError where it has none.
+
+    A list or mapping default is a fresh copy (a caller may keep and change it); a scalar, immutable, is the schema's
+    own: build asks for thousands of defaults on a fleet-sized blueprint, and copying `false` is not free."""
+    schema = _schema()
+    found = _FOUND.get((where, name))
+    if found is None or found[0] is not schema:  # first asked, or asked of another schema than last time
+        node = schema
+        for part in where.removeprefix("#/").split("/"):
+            node = node[part]
+        found = _FOUND[where, name] = (schema, node["properties"][name]["default"])
+    value = found[1]
+    return copy.deepcopy(value) if isinstance(value, list | dict) else value
+
+
+# (pointer, name) -> the schema it was found in and the default there: found once per pointer and name, not walked
+# again for each pool and workload.
+_FOUND: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
 
 
 def value_or_default(data: Mapping[str, Any], where: str, name: str) -> Any:

@@ -39,6 +39,7 @@ from yaml.events import (
     MappingStartEvent,
     ScalarEvent,
     SequenceEndEvent,
+    SequenceStartEvent,
     StreamEndEvent,
 )
 
@@ -86,23 +87,33 @@ _CORE_SCHEMA: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
 _CORE_PATTERN_BY_TAG: Final = {tag: pattern for tag, pattern, _ in _CORE_SCHEMA}
 
 
-def _patterns_by_first_char() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
-    table: dict[str, list[tuple[str, re.Pattern[str]]]] = {"": [(NULL_TAG, _CORE_PATTERN_BY_TAG[NULL_TAG])]}
-    for tag, pattern, first_chars in _CORE_SCHEMA:
-        for char in first_chars:
-            table.setdefault(char, []).append((tag, pattern))
-    return table
+# The core schema as one pattern, a named group per tag: one match, in C, tells a plain string from the rest (the
+# first alternative to match the whole text wins, as in _CORE_SCHEMA's order).
+_GROUP_TAGS: Final = {tag.rpartition(":")[2]: tag for tag, _, _ in _CORE_SCHEMA}
+_TYPED_PLAIN: Final = re.compile(
+    "|".join(f"(?P<{tag.rpartition(':')[2]}>{pattern.pattern})" for tag, pattern, _ in _CORE_SCHEMA)
+).fullmatch
 
 
-_PATTERNS_BY_FIRST_CHAR: Final = _patterns_by_first_char()
+# The core schema's words (`null`, `~`, the empty null, `true`, `False`, ...: its null and bool patterns are lists of
+# literals) and the first characters of its numbers: a plain scalar that is no word and starts with no such
+# character is a string without running the pattern, as PyYAML's resolvers skip by first character. Most of a
+# blueprint's plain scalars are (`name`, `pool-0001`, `nvidia.com/gpu`).
+_WORD_TAGS: Final = {
+    word: tag for tag, pattern, _ in _CORE_SCHEMA if tag in (NULL_TAG, BOOL_TAG) for word in pattern.pattern.split("|")
+}
+_NUMBER_FIRST: Final = frozenset("".join(first for tag, _, first in _CORE_SCHEMA if tag in (INT_TAG, FLOAT_TAG)))
 
 
 def resolve_plain_scalar(text: str) -> str:
     """The tag a plain (unquoted, untagged) scalar gets under the YAML 1.2 core schema."""
-    for tag, pattern in _PATTERNS_BY_FIRST_CHAR.get(text[:1], ()):
-        if pattern.fullmatch(text):
-            return tag
-    return STR_TAG
+    tag = _WORD_TAGS.get(text)
+    if tag is not None:
+        return tag
+    if text[:1] not in _NUMBER_FIRST:
+        return STR_TAG
+    match = _TYPED_PLAIN(text)
+    return STR_TAG if match is None else _GROUP_TAGS[match.lastgroup or ""]
 
 
 def _install_core_schema(loader_class: type[yaml.SafeLoader]) -> None:
@@ -221,17 +232,29 @@ class _Frame:
     """A collection being built: its container, its path (None when its content is not
     addressable: inside a key, or under a refused key) and, for a mapping, the pending key."""
 
-    __slots__ = ("anchor", "container", "flow", "height", "is_list", "key", "nodes_before", "path", "start")
+    __slots__ = (
+        "anchor",
+        "container",
+        "flow",
+        "height",
+        "is_list",
+        "key",
+        "key_path",
+        "nodes_before",
+        "path",
+        "start",
+    )
 
     def __init__(
         self, container: dict[str, Any] | list[Any], path: JsonPath | None, start: Mark, flow: bool = False
     ) -> None:
         self.container = container
-        self.is_list = isinstance(container, list)
+        self.is_list = type(container) is list
         self.path = path
         self.start = start
         self.flow = flow  # a [..] or {..} collection, which ends at its bracket
         self.key: str | _Pending = _NO_KEY
+        self.key_path: JsonPath = ()  # the accepted key's path (where `path` is not None): its value's path
         self.height = 1  # levels of collections from this one down, itself included
         self.anchor: str | None = None
         self.nodes_before = 0  # for an anchored collection: the nodes (own and aliased) read before it
@@ -326,34 +349,93 @@ class Builder:
         return data
 
     def _build_root(self, next_event: Callable[[], Any]) -> Any:
-        # The hot loop: a large file has hundreds of thousands of events, so the common
-        # cases (plain scalars, list items) take as few calls as possible.
+        # The hot loop: a large file has hundreds of thousands of events. The most common, a scalar without tag or
+        # anchor inside a collection (a key, its value, a list item), and a collection without tag or anchor opening
+        # and closing under a located value, are handled in line below, with as few calls as possible; everything
+        # else, and whatever is refused, goes through the methods after this one (the same steps, spelt out).
         stack: list[_Frame] = []
+        value_marks, key_marks = self.value_marks, self.key_marks
         value: Any
         nodes = 0  # nodes written out (scalars and collections), for the alias budget
         while True:
             event = next_event()
             kind = type(event)
+            if kind is ScalarEvent and stack and event.tag is None and event.anchor is None:
+                nodes += 1
+                parent, text = stack[-1], event.value
+                span = pack(event.start_mark, event.end_mark)
+                value = text
+                if event.implicit[0]:  # a plain scalar: resolve_plain_scalar, in line
+                    tag = _WORD_TAGS.get(text)
+                    if tag is None and text[:1] in _NUMBER_FIRST:
+                        typed = _TYPED_PLAIN(text)
+                        tag = None if typed is None else _GROUP_TAGS[typed.lastgroup or ""]
+                    if tag is not None:  # a number, bool or null
+                        try:
+                            value = _SCALAR_CONVERTERS[tag](text)
+                        except ValueError:  # too many digits: `_scalar_value` says so where the scalar stands
+                            value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
+                path = parent.path
+                if parent.is_list:
+                    if path is not None:
+                        value_marks[(*path, len(parent.container))] = span
+                    parent.container.append(value)  # type: ignore[union-attr]
+                elif parent.key is _NO_KEY:  # a key: a new string key of a located mapping is the common case
+                    if path is not None and type(value) is str and value != "<<" and value not in parent.container:
+                        parent.key_path = key_path = (*path, value)
+                        key_marks[key_path] = span
+                        parent.key = value
+                    else:  # refused, a duplicate, a merge key, or inside what is not located
+                        parent.key = self._accept_key(parent, value, event.start_mark, event)
+                else:
+                    if parent.key is not _BAD_KEY:
+                        if path is not None:
+                            value_marks[parent.key_path] = span
+                        parent.container[parent.key] = value  # type: ignore[call-overload]
+                    parent.key = _NO_KEY
+                continue
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 frame = stack.pop()
-                self._closed(frame, event)
-                value, start, event = frame.container, frame.start, None
+                value = frame.container
+                if frame.flow and frame.path is not None:  # `_closed`'s case for a [..] or {..}: ends at its bracket
+                    value_marks[frame.path] = pack(frame.start, event.end_mark)
+                else:
+                    self._closed(frame, event)
                 if frame.anchor is not None:
                     self._define(frame, nodes)
-                if stack and stack[-1].height <= frame.height:
-                    stack[-1].height = frame.height + 1
-            else:
-                start = event.start_mark
-                path = self._child_path(stack[-1]) if stack else ()
-                if kind is ScalarEvent:
-                    nodes += 1
-                    value = self._scalar(event, start, path)
-                elif kind is AliasEvent:
-                    value, event = self._alias(event, start, path, nodes, stack), None
+                if not stack:
+                    return value
+                parent = stack[-1]
+                if parent.height <= frame.height:
+                    parent.height = frame.height + 1
+                if parent.is_list:
+                    parent.container.append(value)  # type: ignore[union-attr]
+                elif parent.key is _NO_KEY:  # a collection as a key: refused
+                    parent.key = self._accept_key(parent, value, frame.start, None)
                 else:
-                    nodes += 1
-                    stack.append(self._open(event, start, path, len(stack), nodes - 1))
-                    continue
+                    if parent.key is not _BAD_KEY:
+                        parent.container[parent.key] = value  # type: ignore[call-overload]
+                    parent.key = _NO_KEY
+                continue
+            start = event.start_mark
+            path = self._child_path(stack[-1]) if stack else ()
+            opens = kind is MappingStartEvent or kind is SequenceStartEvent
+            if opens and event.tag is None and event.anchor is None and 0 < len(stack) < MAX_DEPTH:
+                # `_open`'s case for a collection inside another with nothing to refuse
+                nodes += 1
+                if path is not None:
+                    value_marks[path] = pack(start, start)  # its place in document order; the end comes later
+                stack.append(_Frame({} if kind is MappingStartEvent else [], path, start, bool(event.flow_style)))
+                continue
+            if kind is ScalarEvent:
+                nodes += 1
+                value = self._scalar(event, start, path)
+            elif kind is AliasEvent:
+                value, event = self._alias(event, start, path, nodes, stack), None
+            else:
+                nodes += 1
+                stack.append(self._open(event, start, path, len(stack), nodes - 1))
+                continue
             if not stack:
                 return value
             parent = stack[-1]
@@ -372,7 +454,7 @@ class Builder:
         key = parent.key
         if key is _NO_KEY or key is _BAD_KEY:
             return None  # a key (located through key_positions), or the value of a refused key
-        return (*path, key)
+        return parent.key_path
 
     def _closed(self, frame: _Frame, event: Any) -> None:
         """A collection's end event: where it starts and ends is known now."""
@@ -533,6 +615,7 @@ class Builder:
         first_mark = self.key_marks.get(key_path)
         if first_mark is None:
             self.key_marks[key_path] = pack(start, start if event is None else event.end_mark)
+            parent.key_path = key_path
             return key
         first = start_of(first_mark)
         message = f"duplicate key {key!r} (first defined at line {first.line}, column {first.column})"

@@ -311,7 +311,7 @@ def _load_marks(text: str, file: str) -> tuple[Builder, Any]:
     loader: yaml.SafeLoader | None = None
     try:
         loader = BlueprintLoader(text)
-        with paused():  # the data has no cycles
+        with paused(acyclic=True):  # plain data and position maps: no cycles, so none to look for
             data = builder.build(loader)
     except yaml.MarkedYAMLError as error:
         raise DiagnosticError([*builder.diagnostics, _syntax_error(error, text, file)]) from None

@@ -6,6 +6,7 @@ checks can point diagnostics at the exact line without the model depending on th
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -605,10 +606,16 @@ class Blueprint:
         return dict(self.templates).get(path)
 
     def pool(self, name: str) -> NodePool | None:
-        return next((p for p in self.pools if p.name == name), None)
+        return self._by_name[0].get(name)
 
     def tenant(self, name: str) -> Tenant | None:
-        return next((t for t in self.tenants if t.name == name), None)
+        return self._by_name[1].get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> tuple[dict[str, NodePool], dict[str, Tenant]]:
+        """The first pool and tenant of each name, found once (every workload asks for its pool: 1,000 x 1,000 at fleet
+        size). cached_property writes the instance's __dict__, not a field: the record stays frozen."""
+        return {p.name: p for p in reversed(self.pools)}, {t.name: t for t in reversed(self.tenants)}
 
     @property
     def kubernetes_minor(self) -> int:

@@ -46,6 +46,7 @@ from gpustack.schema_fast import (
     shape_validator,
     within_bounds,
 )
+from gpustack.schema_predicate import surely_valid
 
 __all__ = ["MAX_ENTRIES", "SHAPE_CODES", "check_shape", "load_schema"]
 
@@ -98,6 +99,8 @@ def check_shape(doc: Document, validator: Validator | None = None) -> list[Diagn
     """Every shape error in the document, sorted by position; [] when the shape is right.
 
     `validator`: another schema's (a fleet file's), worded the same way; the blueprint's by default."""
+    if validator is None and surely_valid(doc.data, MAX_ENTRIES):
+        return []  # the compiled schema's verdict: nothing for jsonschema to find (gpustack/schema_predicate.py)
     # A list or mapping over its bound is cut to it first (reported once), so jsonschema never walks the thousands
     # of entries a blueprint cannot have: at most a bound's worth of each is checked, and worded as before.
     data, overflows = within_bounds(doc.data, MAX_ENTRIES, guided=validator is None)

@@ -74,21 +74,24 @@ class Validation:
         return dataclasses.replace(self, document=self.document.text_only())
 
 
-@paused()  # see gpustack/collector.py
 def validate_document(document: Document, read_template: ReadTemplate | None = None) -> Validation:
     """Shape, then the blueprint with the templates `read_template` gives (none read without it), then the checks."""
-    shape = check_shape(document)
-    if shape:
-        return Validation(document.file, document, None, tuple(document.note_aliases(shape)))
-    blueprint = build_blueprint(document.data, document.file)
-    locate = document_locator(document)
-    unread: list[Diagnostic] = []
-    if read_template is not None:
-        blueprint, unread = read_templates(blueprint, read_template, locate)
-    context = Context(blueprint, load_catalog(), locate)  # the run's one Context for this blueprint
-    found = run_checks(context)
-    noted = document.note_aliases(sort_diagnostics([*found, *unread]))  # where an aliased value is written
-    return Validation(document.file, document, blueprint, tuple(noted), context)
+    with paused() as pause:  # see gpustack/collector.py
+        shape = check_shape(document)
+        if shape:
+            return Validation(document.file, document, None, tuple(document.note_aliases(shape)))
+        blueprint = build_blueprint(document.data, document.file)
+        locate = document_locator(document)
+        unread: list[Diagnostic] = []
+        if read_template is not None:
+            blueprint, unread = read_templates(blueprint, read_template, locate)
+        context = Context(blueprint, load_catalog(), locate)  # the run's one Context for this blueprint
+        found = run_checks(context)
+        noted = document.note_aliases(sort_diagnostics([*found, *unread]))  # where an aliased value is written
+        # Without a template to render validation makes no cycle (a Jinja sandbox is its only one, and
+        # tests/test_collector.py holds it to that): what it built needs no walk by the young collection.
+        pause.acyclic = not blueprint.templates
+        return Validation(document.file, document, blueprint, tuple(noted), context)
 
 
 class DocumentLocator:

@@ -18,6 +18,8 @@ from gpustack.catalog import load_catalog
 from gpustack.collector import paused
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context, unplaced
+from gpustack.diagnostic import DiagnosticError
+from gpustack.load import parse_document, read_document
 from gpustack.outputs import render_files, render_stream
 from gpustack.review.review import review_change
 from gpustack.review.snapshot import Snapshot
@@ -103,6 +105,8 @@ def test_validating_leaves_no_cycles_but_one_sandbox_per_template(cyclic_garbage
     garbage = cyclic_garbage(lambda: validate_path(path))
     assert _kinds(garbage) <= JINJA
     assert _sandboxes(garbage) == _templates(path)
+    if not _templates(path):  # validate_document then hands what it built over unwalked: it must hold no cycle
+        assert garbage == []
 
 
 def test_a_pause_restores_the_collector_and_nests() -> None:
@@ -120,6 +124,42 @@ def test_a_pause_restores_the_collector_and_nests() -> None:
         assert not gc.isenabled()  # a collector that was off stays off
     finally:
         gc.enable()
+
+
+def _generation_of(obj: Any) -> int | None:
+    return next((g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g))), None)
+
+
+def test_the_readers_data_is_handed_to_the_oldest_generation_unwalked() -> None:
+    # Read with the collector on, as a command does: the young collection that follows a pause would walk the whole
+    # document to find no cycle; instead its data goes straight to the oldest generation (gpustack/collector.py).
+    assert gc.isenabled()
+    document = read_document(EXAMPLES[0])
+    assert _generation_of(document.data) == 2
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_a_validation_hands_over_what_it_built_only_where_no_template_was_rendered(path: Path) -> None:
+    assert gc.isenabled()
+    result = validate_path(path)
+    assert result.blueprint is not None
+    assert (_generation_of(result.blueprint) == 2) == (not result.blueprint.templates)
+    with pytest.raises(DiagnosticError):  # a failed read hands nothing over: its error and traceback stay young
+        parse_document("a: [1\n", "broken.yaml")
+
+
+def test_an_acyclic_pause_thaws_nothing_another_froze() -> None:
+    kept = {"frozen": ["by someone else"]}
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused(acyclic=True):
+            made = {"young": []}
+        assert gc.get_freeze_count() == frozen  # not thawed into the oldest generation
+        assert _generation_of(made) in (0, 1)  # and the block's objects were left to the young collections
+        assert _generation_of(kept) is None  # still frozen: in no generation
+    finally:
+        gc.unfreeze()
 
 
 def test_workloads_sharing_a_template_share_one_sandbox(cyclic_garbage: Any, tmp_path: Path) -> None:

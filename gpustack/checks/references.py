@@ -16,7 +16,7 @@ from gpustack.codes import (
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
-from gpustack.model import PoolAmounts, Tenant
+from gpustack.model import NodePool, PoolAmounts, Tenant
 
 
 def tenant_amounts(tenant: Tenant) -> list[tuple[str, PoolAmounts, JsonPath]]:
@@ -76,19 +76,19 @@ def check_namespace_owners(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def check_nodes_in_one_pool(ctx: Context) -> Iterator[Diagnostic]:
-    seen: dict[str, tuple[str, JsonPath]] = {}
+    # Node -> the pool that lists it first; its place there is looked up only for a report (10,000 nodes, no paths).
+    seen: dict[str, NodePool] = {}
     for pool in ctx.blueprint.pools:
         for i, node in enumerate(pool.nodes):
-            path = (*pool.path, "nodes", i)
-            if node in seen and seen[node][0] != pool.name:
+            first = seen.setdefault(node, pool)
+            if first.name != pool.name:
                 yield ctx.error(
                     NODE_IN_TWO_POOLS,
-                    path,
-                    f"node '{node}' is in pools '{seen[node][0]}' and '{pool.name}'",
+                    (*pool.path, "nodes", i),
+                    f"node '{node}' is in pools '{first.name}' and '{pool.name}'",
                     "a node carries one pool's labels, taints and device-plugin config: list it in one pool",
-                    related=[seen[node][1]],
+                    related=[(*first.path, "nodes", first.nodes.index(node))],
                 )
-            seen.setdefault(node, (pool.name, path))
 
 
 def check_cordoned_nodes(ctx: Context) -> Iterator[Diagnostic]:
