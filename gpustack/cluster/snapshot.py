@@ -1,7 +1,8 @@
 """A cluster snapshot: what `kubectl get nodes,pods,priorityclasses,resourcequotas,namespaces -A -o yaml` prints.
 
-Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept; JSON is
-YAML), then turned into small typed records. Only the fields gpustack reasons about are kept; every record knows
+Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept), or, written
+as JSON, by the C json module with positions found only for a diagnostic (cluster/json_document.py), then turned
+into small typed records. Only the fields gpustack reasons about are kept; every record knows
 its JSON path so a malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps and
 the operator's ClusterPolicy may ride along in the same List: the ConfigMaps' `data` values are YAML texts, parsed
 with the same loader, and the ClusterPolicy says which of them the operator reads (cluster/configs.py).
@@ -16,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from gpustack.cluster.documents import joined, several_documents
+from gpustack.cluster.json_document import json_document
 from gpustack.cluster.queues import SnapshotQueue, read_queue
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
@@ -224,18 +226,20 @@ class _Reader:
     def __init__(self, document: Document) -> None:
         self.document = document
         self.problems: list[Diagnostic] = []
+        self._amounts: dict[str, Decimal] = {}  # a quantity as written -> its amount
 
     def fail(self, path: JsonPath, message: str, expected: str, hint: str) -> None:
+        span = self.document.span(path)
         self.problems.append(
-            Diagnostic(
-                SNAPSHOT_MALFORMED,
-                Severity.ERROR,
-                f"{message}; expected {expected}",
-                self.document.span(path),
-                path,
-                hint,
-            )
+            Diagnostic(SNAPSHOT_MALFORMED, Severity.ERROR, f"{message}; expected {expected}", span, path, hint)
         )
+
+    def amount(self, text: str) -> Decimal:
+        """parse_quantity(text) (ValueError as it raises), once per text: 20,000 pods write a few dozen quantities."""
+        known = self._amounts.get(text)
+        if known is None:
+            known = self._amounts[text] = parse_quantity(text)
+        return known
 
     def mapping(self, value: Any, path: JsonPath, what: str) -> Mapping[str, Any] | None:
         if isinstance(value, dict):
@@ -267,7 +271,7 @@ class _Reader:
         out = []
         for name, amount in self.string_map(value, path, what):
             try:
-                parse_quantity(amount)
+                self.amount(amount)
             except ValueError:
                 self.fail(
                     (*path, name), f"{what} {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 8, 500m, 64Gi"
@@ -308,15 +312,8 @@ _KUBECTL_HINT = (
 def _kind_of(value: Any) -> str:
     if value is None:
         return "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
+    kinds = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"))
+    return next((word for kind, word in kinds if isinstance(value, kind)), "a mapping")
 
 
 def _items(reader: _Reader) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
@@ -379,7 +376,7 @@ def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> lis
         amounts = {}
         for name, amount in merged.items():
             try:
-                amounts[name] = parse_quantity(amount)
+                amounts[name] = reader.amount(amount)
             except ValueError:
                 where = (*path, index, "resources", "requests" if name in requests else "limits", name)
                 reader.fail(where, f"resource {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 2, 500m, 8Gi")
@@ -568,7 +565,9 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
 @paused()  # see gpustack/collector.py: records of a 13,000-node snapshot make full passes slow, and no cycles
 def read_snapshot(path: str) -> ClusterSnapshot:
     """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
-    return _parsed(read_text(path), path)
+    text = read_text(path)
+    document = json_document(text, path)  # None unless json.loads reads it as the loader would
+    return snapshot_from(document) if document is not None else _parsed(text, path)
 
 
 @paused()
