@@ -8,6 +8,7 @@ import sys
 import click
 
 from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
+from gpustack.collector import paused
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invalid
 from gpustack.compile import compile_blueprint
@@ -52,6 +53,7 @@ def _version(context: click.Context, parameter: click.Parameter, value: str | No
     help="Word messages as this release does (default: the blueprint's; 1.34.1 keeps the taint in the message).",
 )
 @output_option()
+@paused()  # the whole command, not stage by stage: each pause's end collected all its stage had made (0.3 s at 10x)
 def command(
     blueprint: str, scenario: str | None, cluster: str | None, version: KubeVersion | None, output: str
 ) -> None:
