@@ -197,6 +197,31 @@ def test_a_run_binds_whole_rounds_at_once() -> None:
     assert stretches == [20, 20, 20]
 
 
+def test_a_node_whose_score_holds_takes_the_next_pods_without_a_judgement() -> None:
+    """Not vacuous: where one more pod leaves a node's fit score as it was (224 GPUs: 1 and 2 used both score 99),
+    one-by-one placement gives that node the next pod too; the run binds it there without judging the groups again
+    (replicas._stack), and the nodes are the one-by-one ones."""
+    nodes = [
+        Node(f"n{i}", "p", {"kubernetes.io/hostname": f"n{i}"}, (), {GPU: 224, "pods": 110, "cpu": 1_000_000})
+        for i in range(4)
+    ]
+    shape = PodShape(requests=(("cpu", 1), (GPU, 1)))
+    pods = tuple(Pod(f"w-{i}", "a", shape, 0, False, Source(None), None, i) for i in range(8))
+    judged: list[int] = []
+    original = Cluster.bind_run
+
+    def counted(cluster: Cluster, *args: Any, **kwargs: Any) -> list[int]:
+        taken = original(cluster, *args, **kwargs)
+        judged.append(len(taken))
+        return taken
+
+    with patch.object(Cluster, "bind_run", counted):
+        outcome = simulate(nodes, Demand(pods, {}, ()), (), VERSION)
+    assert [node for _, node in outcome.placed] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert _state(outcome) == _state(simulate(nodes, Demand(pods, {}, ()), (), VERSION, runs=False))
+    assert judged == [1, 1, 1, 1]  # one judgement per node, its second pod stacked
+
+
 def _simulations() -> list[tuple[str, str | None, str | None]]:
     """(blueprint, scenario, cluster snapshot) of every simulation under version control."""
     out: list[tuple[str, str | None, str | None]] = [

@@ -74,10 +74,23 @@ class Cluster:
         if self.lowest_priority is None or pod.priority < self.lowest_priority:
             self.lowest_priority = pod.priority
 
-    def bind_run(self, pods: Sequence[Pod], class_index: int, usage: Usage, below: int | None = None) -> list[int]:
-        """Bind pods of one shape (`pods[0].shape`) one to a node, to the nodes of one group in index order: the first
+    def first(self, class_index: int, usage: Usage) -> int | None:
+        """The lowest node index of one group, or None when no node of the class has that usage."""
+        group = self._groups[class_index].get(usage)
+        if group is None:
+            return None
+        heap = group.heap
+        while self._usage[heap[0]] != usage:  # a node that has since moved to another group
+            heapq.heappop(heap)
+        return heap[0]
+
+    def bind_run(
+        self, pods: Sequence[Pod], class_index: int, usage: Usage, below: int | None = None, start: int = 0
+    ) -> list[int]:
+        """Bind `pods[start:]`, of one shape, one to a node, to the nodes of one group in index order: the first
         pod to the group's first node, each next one while the group has nodes left and (where `below` is set) the
-        next node's index is below `below`. The nodes taken, in order.
+        next node's index is below `below`. The nodes taken, in order. (`start`, not a slice: a run of 560 replicas
+        judged pod by pod copied the rest of the list 560 times.)
 
         What `bind` does pod by pod (the same used amounts, pods, usages and groups), with the group bookkeeping done
         once: the nodes of a group have one usage and take the same amounts, so they all move to one group. A shape
@@ -86,10 +99,11 @@ class Cluster:
         groups = self._groups[class_index]
         group = groups[usage]
         heap, current = group.heap, self._usage
-        amounts = (*pods[0].shape.requests, (PODS, 1))
+        amounts = (*pods[start].shape.requests, (PODS, 1))
         taken: list[int] = []
         after: Usage | None = None
-        while heap and len(taken) < len(pods) and after != usage:
+        wanted = len(pods) - start
+        while heap and len(taken) < wanted and after != usage:
             node_index = heap[0]
             if current[node_index] != usage:  # a node that has since moved to another group
                 heapq.heappop(heap)
@@ -104,11 +118,11 @@ class Cluster:
             if after is None:
                 after = tuple([used.get(r, 0) for r in self.classes[class_index].resources])
             current[node_index] = after  # now, so a second entry of this node in the heap reads as moved
-            self.pods[node_index].append(pods[len(taken)])
+            self.pods[node_index].append(pods[start + len(taken)])
             taken.append(node_index)
         if after is None:
             return taken
-        priority = min(pod.priority for pod in pods[: len(taken)])
+        priority = min(pods[i].priority for i in range(start, start + len(taken)))
         group.count -= len(taken)
         if group.count == 0:
             del groups[usage]
