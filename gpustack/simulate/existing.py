@@ -22,10 +22,10 @@ from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotPod
 from gpustack.model import LabelRequirement, NodePool
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.simulate.claims import is_claim
-from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source
+from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source, make_pod
 from gpustack.simulate.inventory import HOSTNAME, Node
 from gpustack.simulate.pods import CPU, MEMORY, PODS, PodShape, Taint, amount
-from gpustack.simulate.snapshot_facts import PodFacts, compiled_claims, limit_ranges, pod_facts
+from gpustack.simulate.snapshot_facts import PodFacts, compiled_claims, limit_ranges, pod_facts, terminating
 from gpustack.simulate.snapshot_facts import volume_claims as snapshot_claims
 
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the cordon's own taint: `unschedulable` stands for it
@@ -121,15 +121,20 @@ def _requests(written: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ..
 
 
 def _running_pod(
-    pod: SnapshotPod, facts: PodFacts, classes: Mapping[str, PriorityClass], order: int, requests: _Amounts
+    pod: SnapshotPod,
+    deadline: bool,
+    classes: Mapping[str, PriorityClass],
+    order: int,
+    requests: _Amounts,
+    source: Source,
 ) -> Pod:
-    shape = PodShape(requests=requests(pod.requests), priority_class=pod.priority_class, terminating=facts.terminating)
+    shape = PodShape(requests=requests(pod.requests), priority_class=pod.priority_class, terminating=deadline)
     known = classes.get(pod.priority_class or "")
     never = known.preempt_never if known is not None else False
     # The Priority admission plugin wrote spec.priority when the pod was created: it is the pod's priority now,
     # whatever the class says today; only a hand-written snapshot without it falls back to the class.
     value = pod.priority if pod.priority is not None else (known.value if known is not None else 0)
-    return Pod(pod.name, pod.namespace, shape, value, never, Source(None, raw=RUNNING), order=order)
+    return make_pod(pod.name, pod.namespace, shape, value, never, source, None, order)
 
 
 def running_pods(
@@ -140,10 +145,11 @@ def running_pods(
     out: list[tuple[Pod, int]] = []
     # A snapshot's 20,000 agents' pods write a few distinct requests: each read as amounts once.
     requests = functools.lru_cache(maxsize=None)(_requests)
+    source = Source(None, raw=RUNNING)  # one for all: a frozen record of no pod's own
     for pod in snapshot.pods:
         if pod.holds_resources and pod.node_name in index:
-            facts = pod_facts(snapshot, pod)
-            made = _running_pod(pod, facts, classes, -len(snapshot.pods) + len(out), requests)
+            deadline = terminating(snapshot, pod)
+            made = _running_pod(pod, deadline, classes, -len(snapshot.pods) + len(out), requests, source)
             out.append((made, index[pod.node_name]))
     return out
 
