@@ -10,7 +10,7 @@ with the same loader, and the ClusterPolicy says which of them the operator read
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -18,6 +18,7 @@ from typing import Any
 
 from gpustack.cluster.documents import joined, several_documents
 from gpustack.cluster.json_document import json_document
+from gpustack.cluster.pod_requests import pod_requests
 from gpustack.cluster.queues import SnapshotQueue, read_queue
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
@@ -227,6 +228,7 @@ class _Reader:
         self.document = document
         self.problems: list[Diagnostic] = []
         self._amounts: dict[str, Decimal] = {}  # a quantity as written -> its amount
+        self.requests: dict[Hashable, tuple[tuple[str, str], ...]] = {}  # request_key -> a pod's requests
 
     def fail(self, path: JsonPath, message: str, expected: str, hint: str) -> None:
         span = self.document.span(path)
@@ -362,44 +364,6 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
     )
 
 
-def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> list[dict[str, Decimal]]:
-    out = []
-    for index, raw in enumerate(containers if isinstance(containers, list) else []):
-        container = reader.mapping(raw, (*path, index), "a container") or {}
-        resources = raw_resources if isinstance(raw_resources := container.get("resources"), dict) else {}
-        requests = dict(
-            reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request")
-        )
-        # Kubernetes defaults a missing request to the limit; extended resources are only ever set as limits.
-        limits = dict(reader.string_map(resources.get("limits"), (*path, index, "resources", "limits"), "limit"))
-        merged = {**limits, **requests}
-        amounts = {}
-        for name, amount in merged.items():
-            try:
-                amounts[name] = reader.amount(amount)
-            except ValueError:
-                where = (*path, index, "resources", "requests" if name in requests else "limits", name)
-                reader.fail(where, f"resource {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 2, 500m, 8Gi")
-        out.append(amounts)
-    return out
-
-
-def _pod_requests(reader: _Reader, spec: Mapping[str, Any], path: JsonPath) -> tuple[tuple[str, str], ...]:
-    """A pod's effective requests: the containers' sum, or an init container's larger request."""
-    total: dict[str, Decimal] = {}
-    for requests in _container_requests(reader, spec.get("containers"), (*path, "spec", "containers")):
-        for name, amount in requests.items():
-            total[name] = total.get(name, Decimal(0)) + amount
-    for requests in _container_requests(reader, spec.get("initContainers"), (*path, "spec", "initContainers")):
-        for name, amount in requests.items():
-            total[name] = max(total.get(name, Decimal(0)), amount)
-    return tuple(sorted((name, _format_amount(amount)) for name, amount in total.items()))
-
-
-def _format_amount(amount: Decimal) -> str:
-    return str(int(amount)) if amount == int(amount) else f"{int(amount * 1000)}m"
-
-
 def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPod | None:
     named = reader.name(item, path)
     if named is None:
@@ -418,7 +382,7 @@ def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPo
         if spec.get("priority") is None
         else reader.integer(spec.get("priority"), (*path, "spec", "priority"), "priority", 0),
         priority_class=priority_class if isinstance(priority_class, str) and priority_class else None,
-        requests=_pod_requests(reader, spec, path),
+        requests=pod_requests(reader, spec, path),
         path=path,
     )
 
