@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any
 
 from gpustack.diagnostic import JsonPath
 from gpustack.model import Blueprint, Workload
@@ -66,45 +66,6 @@ class Pod:
     @property
     def volcano(self) -> bool:
         return self.shape.scheduler_name == VOLCANO_SCHEDULER
-
-
-_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod))
-# Pod's generated __init__ does only what make_pod does: eight plain fields, no __post_init__, no __slots__, no
-# default factory. Where that stops being so, make_pod calls Pod(...) instead.
-_PLAIN_POD: Final = (
-    _POD_FIELDS == ("name", "namespace", "shape", "priority", "preempt_never", "source", "gang", "order")
-    and not hasattr(Pod, "__post_init__")
-    and not hasattr(Pod, "__slots__")
-)
-
-
-def make_pod(
-    name: str,
-    namespace: str,
-    shape: PodShape,
-    priority: int,
-    preempt_never: bool,
-    source: Source,
-    gang: str | None,
-    order: int,
-) -> Pod:
-    """Pod(name, namespace, ...), made without the frozen dataclass's __init__: that sets each field through
-    object.__setattr__ (eight calls, about 1.4 us a pod here, 0.2 s for kube-limit's 150,000), this writes the new
-    instance's __dict__ once. The result is the same frozen Pod: assigning a field still raises."""
-    if not _PLAIN_POD:
-        return Pod(name, namespace, shape, priority, preempt_never, source, gang, order)
-    pod = object.__new__(Pod)
-    pod.__dict__.update(
-        name=name,
-        namespace=namespace,
-        shape=shape,
-        priority=priority,
-        preempt_never=preempt_never,
-        source=source,
-        gang=gang,
-        order=order,
-    )
-    return pod
 
 
 @dataclass(frozen=True)
@@ -225,7 +186,7 @@ class _Priorities:
             priority = _priority_of(shape, self._classes)
             known = (priority.value, priority.preempt_never) if priority is not None else (0, False)
             self._known[shape.priority_class] = known
-        return make_pod(name, namespace, shape, known[0], known[1], source, gang, order)
+        return Pod(name, namespace, shape, known[0], known[1], source, gang, order)
 
 
 class _WorkloadObjects:

@@ -22,7 +22,7 @@ from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode, SnapshotPod
 from gpustack.model import LabelRequirement, NodePool
 from gpustack.names import WORKLOAD_LABEL
 from gpustack.simulate.claims import is_claim
-from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source, make_pod
+from gpustack.simulate.demand import Demand, Pod, PriorityClass, Source
 from gpustack.simulate.inventory import HOSTNAME, Node
 from gpustack.simulate.pods import CPU, MEMORY, PODS, PodShape, Taint, amount
 from gpustack.simulate.snapshot_facts import PodFacts, compiled_claims, limit_ranges, pod_facts, terminating
@@ -134,7 +134,7 @@ def _running_pod(
     # The Priority admission plugin wrote spec.priority when the pod was created: it is the pod's priority now,
     # whatever the class says today; only a hand-written snapshot without it falls back to the class.
     value = pod.priority if pod.priority is not None else (known.value if known is not None else 0)
-    return make_pod(pod.name, pod.namespace, shape, value, never, source, None, order)
+    return Pod(pod.name, pod.namespace, shape, value, never, source, order=order)
 
 
 def running_pods(
