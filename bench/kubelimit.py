@@ -9,7 +9,8 @@ prints it) that reach those limits at scale 10, for `gpustack simulate BP --clus
   hints in the figure), H100 Volcano gangs (two VolcanoJobs of 10 eight-GPU workers), A100 MIG (1g.10gb x 7 per
   GPU: two Deployments of 560 pods fill the pool's 1,120 slices), time-sliced L4 (8 replicas per GPU: a Deployment
   and a StatefulSet of 320 pods each) and time-sliced L40S (the same, on the other product);
-- 50 * scale tenants (10x: 500), two per pool, each with a quota on its pool's GPUs;
+- 50 * scale tenants (10x: 500), two per pool, each with a quota on its pool's GPUs (the whole pool's count on
+  whole-GPU pools, `unlimited` on shared ones);
 - the snapshot: every node as the cluster shows it (allocatable cpu, memory, 110 pod slots) with 4 running
   CPU pods bound to it (logging, metrics, the GPU operator's validator, a node agent): 20,000 at 10x.
 
@@ -101,11 +102,12 @@ def kube_limit_blueprint(scale: int) -> str:
         scheduler = ", scheduler: volcano" if kind == "gang" else ""
         for half in range(2):
             tenant = f"t-{pool:04d}-{half}"
-            # Each tenant may take the pool's whole GPU count: the pool's own size is what keeps pods pending.
-            quota = f"quota: {{{pool_name(pool)}: {{gpu: {gpus * NODES_PER_POOL}}}}}" if not sharing else ""
-            extra = f", {quota}" if quota else ""
+            # Each tenant may take the pool's whole GPU count: the pool's own size is what keeps pods pending. A shared
+            # pool's tenants take it unlimited (a granted pool with no quota entry is closed to its tenant: GS610).
+            amount = "unlimited" if sharing else f"{{gpu: {gpus * NODES_PER_POOL}}}"
             lines.append(
-                f"    - {{name: {tenant}, namespaces: [{tenant}], pools: [{pool_name(pool)}]{scheduler}{extra}}}"
+                f"    - {{name: {tenant}, namespaces: [{tenant}], pools: [{pool_name(pool)}]{scheduler}, "
+                f"quota: {{{pool_name(pool)}: {amount}}}}}"
             )
     lines.append("  workloads:")
     for pool in range(pools):

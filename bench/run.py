@@ -1,6 +1,6 @@
 """gpustack against floors that are not gpustack's code, measured side by side in one run.
 
-Run: python bench/run.py [--repeat N] [--quick] [--cluster] [--profile STAGE]
+Run: python bench/run.py [--repeat N] [--quick] [--cluster] [--kube-limit] [--profile STAGE]
 
 Each figure is the median of N runs (10 N at 1x, whose figures are ten times smaller); a stage and its floor
 run alternately, and so do a stage's 10x and 1x runs, so a neighbour's load slows both sides of every ratio.
@@ -24,6 +24,11 @@ Read the ratios, not the seconds: seconds move with the machine, ratios much les
              BP --cluster SNAP` (BP: the import of SNAP), each run whole in this process, against libyaml's C loader
              parsing SNAP with the cyclic collector off; goal at 10x: each command under 10 s and 1 GiB (tracemalloc's
              peak), and growth 1x->10x linear. --cluster runs only this stage
+  kube-limit the Kubernetes-limit shape (bench/kubelimit.py, bench/limit_figures.py: 5,000 nodes, 150,000 pods,
+             500 tenants at 10x): `gpustack simulate BP --cluster SNAP` whole with SNAP as YAML and as JSON, each
+             against its floor (libyaml parsing BP, and libyaml or json.loads reading SNAP), and simulate's work
+             after reading; goal at 10x: <= 3 s (the work, and the command with a JSON snapshot), growth linear.
+             --kube-limit runs only this stage
   --help     `gpustack --help` in a fresh interpreter, against `python -c "import yaml, click"` (goal <= 1.1x)
   memory     tracemalloc's peak while `gpustack compile BP -d -` runs (10x, output to /dev/null), over the stream's
              size (goal <= 4x)
@@ -41,14 +46,12 @@ import cProfile
 import gc
 import os
 import pstats
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +60,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import yaml  # noqa: E402
-from cluster import NODES_PER_POOL, POOLS_PER_SCALE, cluster_snapshot  # noqa: E402
+from cluster_figures import CLUSTER_STAGES, cluster_actions, report_cluster  # noqa: E402
 from fleet import few_pools, grown, many_pools  # noqa: E402
-from kubelimit import kube_limit, kube_nodes, kube_pods  # noqa: E402
+from limit_figures import kube_limit_actions, report_kube_limit  # noqa: E402
+from timing import Target, collector_off, medians, parse_floor, print_targets, simulate, valid  # noqa: E402
 
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
 from gpustack.capacity import format_text as capacity_text  # noqa: E402
 from gpustack.cli import main as cli_main  # noqa: E402
-from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot  # noqa: E402
 from gpustack.compile import compile_blueprint  # noqa: E402
 from gpustack.outputs import render_stream, streamed  # noqa: E402
 from gpustack.review.loading import side_from_file  # noqa: E402
@@ -72,10 +75,7 @@ from gpustack.review.report import RENDERERS  # noqa: E402
 from gpustack.review.review import review_change  # noqa: E402
 from gpustack.rollout.planner import plan_rollout  # noqa: E402
 from gpustack.rollout.script import render_script  # noqa: E402
-from gpustack.simulate import run_simulation  # noqa: E402
-from gpustack.simulate.report import format_text as simulation_text  # noqa: E402
-from gpustack.simulate.report import report_data  # noqa: E402
-from gpustack.validation import Validation, validate_path  # noqa: E402
+from gpustack.validation import validate_path  # noqa: E402
 
 SHAPES: dict[str, Callable[[int], str]] = {
     "many-pools": many_pools,
@@ -94,34 +94,10 @@ class _FloorDumper(yaml.CSafeDumper):  # type: ignore[misc,name-defined]
 _FloorDumper.add_representer(tuple, yaml.representer.SafeRepresenter.represent_list)
 
 
-def _valid(path: str) -> Validation:
-    result = validate_path(path)
-    assert result.ok and result.blueprint is not None, [d.message for d in result.diagnostics[:3]]
-    return result
-
-
 def compile_stream(path: str) -> str:
-    context = _valid(path).context
+    context = valid(path).context
     assert context is not None
     return render_stream(compile_blueprint(context))
-
-
-def collector_off(floor: Callable[..., Any]) -> Callable[..., Any]:
-    """A floor run with CPython's cyclic collector off, as gpustack's stages run (gpustack/collector.py): the floor is
-    the best the same work can cost, and with the collector on libyaml's loader spends most of its 10x parse in
-    collections that walk the growing heap."""
-
-    def run(*args: Any) -> Any:
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return floor(*args)
-        finally:
-            if was_enabled:
-                gc.enable()
-
-    run.__doc__ = floor.__doc__
-    return run
 
 
 @collector_off
@@ -137,14 +113,6 @@ def compile_floor(path: str, objects: list[Any]) -> str:
 
 
 @collector_off
-def parse_floor(*paths: str) -> None:
-    """libyaml's C loader parsing each file, collector off."""
-    for path in paths:
-        with open(path, encoding="utf-8") as stream:
-            yaml.load(stream.read(), Loader=yaml.CSafeLoader)
-
-
-@collector_off
 def linear_floor(path: str) -> None:
     """libyaml parsing BP and writing it back with the cyclic collector off: work linear in the blueprint, done in C,
     whose growth from 1x to 10x is this machine's (caches, memory), not an algorithm's."""
@@ -152,16 +120,8 @@ def linear_floor(path: str) -> None:
         yaml.dump(yaml.load(stream.read(), Loader=yaml.CSafeLoader), Dumper=yaml.CSafeDumper)
 
 
-def simulate(result: Validation, objects: list[Any], snapshot: ClusterSnapshot | None = None) -> str:
-    """`gpustack simulate`'s work after compile (and reading the --cluster snapshot): place every pod, the report."""
-    assert result.context is not None and result.document is not None
-    document = result.document
-    simulation = run_simulation(result.context, objects, snapshot=snapshot)
-    return simulation_text(report_data(simulation, result.file, lambda _which, path: document.span(path)))
-
-
 def simulate_file(path: str) -> str:
-    result = _valid(path)
+    result = valid(path)
     assert result.context is not None
     return simulate(result, [m.obj for m in compile_blueprint(result.context).objects])
 
@@ -180,238 +140,15 @@ def rollout(old: str, new: str) -> str:
 
 
 def capacity(path: str) -> str:
-    context = _valid(path).context
+    context = valid(path).context
     assert context is not None
     return capacity_text(capacity_data(measure_capacity(context), path))
-
-
-def snapshot_floor(path: str) -> None:
-    """libyaml's C loader parsing the snapshot, the cyclic collector off: what reading it costs in C alone."""
-    parse_floor(path)
-
-
-def run_command(*argv: str, exits: tuple[int, ...] = (0,)) -> None:
-    """One gpustack command run whole in this process (read, work, report), its output to /dev/null. drift exits 1
-    when it finds drift, simulate when a pod stays pending: the stage says which exits are its work done."""
-    with (
-        open(os.devnull, "w", encoding="utf-8") as sink,
-        contextlib.redirect_stdout(sink),
-        contextlib.redirect_stderr(sink),
-    ):
-        try:
-            cli_main(list(argv))
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 0
-            assert code in exits, f"gpustack {' '.join(argv)} exited {done.code}"
-
-
-def cluster_actions(scale: int, folder: Path) -> dict[str, Callable[[], object]]:
-    """The cluster stage at one scale: the snapshot, the blueprint its import gives, and each command on them."""
-    snapshot = folder / f"cluster-{scale}x.yaml"
-    snapshot.write_text(cluster_snapshot(scale), encoding="utf-8")
-    blueprint, imported = folder / f"cluster-{scale}x-blueprint.yaml", folder / f"cluster-{scale}x-imported.yaml"
-    run_command("import", str(snapshot), "--out-file", str(blueprint))
-    return {
-        "floor": lambda: snapshot_floor(str(snapshot)),
-        "import": lambda: run_command("import", str(snapshot), "--out-file", str(imported)),
-        "drift": lambda: run_command("drift", str(blueprint), str(snapshot), exits=(0, 1)),
-        "simulate --cluster": lambda: run_command("simulate", str(blueprint), "--cluster", str(snapshot), exits=(0, 1)),
-    }
-
-
-CLUSTER_STAGES = ("import", "drift", "simulate --cluster")
-
-
-def measure_cluster(folder: Path, repeat: int) -> dict[int, dict[str, float]]:
-    """The cluster stage's figures at 1x and 10x, interleaved as measure_shape's are."""
-    one, ten = cluster_actions(1, folder), cluster_actions(10, folder)
-    actions = {f"{scale} {stage}": action for stage in ten for scale, action in ((10, ten[stage]), (1, one[stage]))}
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
-    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
-    for name, seconds in times.items():
-        scale, stage = name.split(" ", 1)
-        rows[int(scale)][stage] = seconds
-    return rows
-
-
-def cluster_limits(folder: Path) -> dict[str, tuple[float, int]]:
-    """Each cluster command at 10x: its CPU seconds (the fewer of two runs; on a shared machine the wall clock
-    counts other processes' time too) and tracemalloc's peak, in a run of its own."""
-    actions = cluster_actions(10, folder)
-    found = {}
-    for stage in ("floor", *CLUSTER_STAGES):
-        seconds = []
-        for _ in range(2):
-            gc.collect()
-            start = time.process_time()
-            actions[stage]()
-            seconds.append(time.process_time() - start)
-        gc.collect()
-        tracemalloc.start()
-        try:
-            actions[stage]()
-        finally:
-            _, peak = tracemalloc.get_traced_memory()
-            tracemalloc.stop()
-        found[stage] = (min(seconds), peak)
-    return found
-
-
-def report_cluster(folder: Path, repeat: int) -> list[Target]:
-    sizes = {scale: (folder / f"cluster-{scale}x.yaml") for scale in (1, 10)}
-    rows = measure_cluster(folder, repeat)
-    described = ", ".join(
-        f"{scale}x {path.stat().st_size / 2**20:.2f} MiB ({POOLS_PER_SCALE * scale * NODES_PER_POOL:,} nodes and "
-        f"pods, {POOLS_PER_SCALE * scale:,} pools)"
-        for scale, path in sizes.items()
-    )
-    print(f"cluster snapshots: {described}")
-    print(
-        f"{'cluster':<11} {'scale':>5} | {'floor':>6} | " + " | ".join(f"{s:>18} {'ratio':>6}" for s in CLUSTER_STAGES)
-    )
-    for scale, row in rows.items():
-        figures = " | ".join(f"{row[s]:>18.3f} {row[s] / row['floor']:>5.1f}x" for s in CLUSTER_STAGES)
-        print(f"{'cluster':<11} {scale:>4}x | {row['floor']:>6.3f} | {figures}")
-    growth = {stage: rows[10][stage] / rows[1][stage] for stage in ("floor", *CLUSTER_STAGES)}
-    print("cluster     growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
-    limits = cluster_limits(folder)
-    print(
-        "cluster     10x CPU seconds and peak traced: "
-        + ", ".join(f"{stage} {cpu:.2f} s {peak / 2**20:.0f} MiB" for stage, (cpu, peak) in limits.items())
-        + " (goal: each command under 10 s and 1 GiB)"
-    )
-    floors = f"snapshot parse floor {rows[10]['floor']:.3f} s at 10x, grows {growth['floor']:.1f}x"
-    return [
-        target
-        for stage in CLUSTER_STAGES
-        for target in (
-            Target(
-                f"cluster 10x {stage} (CPU s)",
-                10,
-                limits[stage][0],
-                " s",
-                f"{rows[10][stage] / rows[10]['floor']:.1f}x the {floors}",
-            ),
-            Target(f"cluster 10x {stage} peak (GiB)", 1, limits[stage][1] / 2**30, "G", "tracemalloc"),
-            Target(f"cluster growth 1x->10x {stage}", 11, growth[stage], "x", floors),
-        )
-    ]
-
-
-def kube_limit_actions(scale: int, folder: Path) -> dict[str, Callable[[], object]]:
-    """`gpustack simulate BP --cluster SNAP` on the Kubernetes-limit shape, whole, and its floor."""
-    blueprint, snapshot = folder / f"kube-limit-{scale}x.yaml", folder / f"kube-limit-{scale}x-cluster.yaml"
-    text, cluster = kube_limit(scale)
-    blueprint.write_text(text, encoding="utf-8")
-    snapshot.write_text(cluster, encoding="utf-8")
-    validation = _valid(str(blueprint))
-    assert validation.context is not None
-    objects = [m.obj for m in compile_blueprint(validation.context).objects]
-    loaded = read_snapshot(str(snapshot))
-    return {
-        "floor": lambda: parse_floor(str(blueprint), str(snapshot)),
-        "simulate": lambda: run_command("simulate", str(blueprint), "--cluster", str(snapshot), exits=(0, 1)),
-        "work": lambda: simulate(validation, objects, loaded),
-    }
-
-
-def output_sizes(folder: Path, scale: int) -> dict[str, int]:
-    """Bytes of `simulate --cluster` at `scale` as text and as --output json (both written once, here)."""
-    blueprint, snapshot = folder / f"kube-limit-{scale}x.yaml", folder / f"kube-limit-{scale}x-cluster.yaml"
-    sizes = {}
-    for output in ("text", "json"):
-        written = folder / f"kube-limit-{scale}x.{output}"
-        with (
-            open(written, "w", encoding="utf-8") as sink,
-            contextlib.redirect_stdout(sink),
-            open(os.devnull, "w", encoding="utf-8") as errors,
-            contextlib.redirect_stderr(errors),
-        ):
-            try:
-                cli_main(["simulate", str(blueprint), "--cluster", str(snapshot), "--output", output])
-            except SystemExit as done:
-                assert done.code in (0, 1, None), f"simulate exited {done.code}"
-        sizes[output] = written.stat().st_size
-    return sizes
-
-
-def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
-    """The Kubernetes-limit shape (bench/kubelimit.py) simulated in one command at 1x and 10x, interleaved; also the
-    simulation's own work after reading (as the shapes' simulate figure), and the JSON report's size over the text's."""
-    one, ten = kube_limit_actions(1, folder), kube_limit_actions(10, folder)
-    actions = {f"{scale} {stage}": action for stage in ten for scale, action in ((10, ten[stage]), (1, one[stage]))}
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
-    gc.collect()
-    tracemalloc.start()
-    try:
-        ten["simulate"]()
-    finally:
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    sizes = output_sizes(folder, 10)
-    for scale in (1, 10):
-        simulate_s, work_s, floor_s = (times[f"{scale} {stage}"] for stage in ("simulate", "work", "floor"))
-        print(
-            f"kube-limit {scale:>4}x | {kube_pods(scale):,} pods on {kube_nodes(scale):,} nodes, "
-            f"{50 * scale} tenants | floor {floor_s:.3f} s | simulate --cluster, whole: {simulate_s:.3f} s "
-            f"{simulate_s / floor_s:.2f}x | its work after reading: {work_s:.3f} s {work_s / floor_s:.2f}x"
-        )
-    growth = {stage: times[f"10 {stage}"] / times[f"1 {stage}"] for stage in ("simulate", "work", "floor")}
-    print(
-        "kube-limit growth 1x->10x (pods 10x): "
-        + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items())
-        + f"; 10x whole command: peak traced {peak / 2**20:.0f} MiB; output text {sizes['text'] / 1e6:.1f} MB, "
-        f"json {sizes['json'] / 1e6:.1f} MB ({sizes['json'] / sizes['text']:.1f}x)"
-    )
-    floors = f"floor (C parse of BP and SNAP) {times['10 floor']:.3f} s"
-    ratio = {stage: f"{times[f'10 {stage}'] / times['10 floor']:.2f}x the {floors}" for stage in ("simulate", "work")}
-    return [
-        Target("kube-limit 10x simulate's work (s)", 3, times["10 work"], " s", ratio["work"]),
-        Target("kube-limit 10x simulate --cluster, whole (s)", 3, times["10 simulate"], " s", ratio["simulate"]),
-        Target("kube-limit growth 1x->10x simulate's work", 11, growth["work"], "x", f"floor {growth['floor']:.1f}x"),
-        Target(
-            "kube-limit growth 1x->10x simulate, whole", 11, growth["simulate"], "x", f"floor {growth['floor']:.1f}x"
-        ),
-        Target(
-            "kube-limit 10x json / text report",
-            4,
-            sizes["json"] / sizes["text"],
-            "x",
-            f"text {sizes['text'] / 1e6:.1f} MB, peak traced {peak / 2**20:.0f} MiB",
-        ),
-    ]
-
-
-def timed(action: Callable[[], object], clock: Callable[[], float] = time.process_time) -> float:
-    """CPU seconds the action took in this process. On a shared machine the wall clock counts the neighbours' time
-    too (the same floor read 2.5 s to 40 s of wall time within an hour on the 2-core development machine); the
-    process's own CPU time does not. --help, which runs a fresh interpreter, is timed by the wall clock."""
-    gc.collect()
-    start = clock()
-    action()
-    return clock() - start
-
-
-def medians(
-    repeat: int,
-    actions: dict[str, Callable[[], object]],
-    runs: dict[str, int] | None = None,
-    clock: Callable[[], float] = time.process_time,
-) -> dict[str, float]:
-    """Each action `repeat` times (`runs[name]` times as often where given), interleaved, so load from other
-    processes falls on all of them alike."""
-    times: dict[str, list[float]] = {name: [] for name in actions}
-    for _ in range(repeat):
-        for name, action in actions.items():
-            for _ in range((runs or {}).get(name, 1)):
-                times[name].append(timed(action, clock))
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> dict[str, Callable[[], object]]:
     path = folder / f"{shape}-{scale}x.yaml"
     path.write_text(SHAPES[shape](scale), encoding="utf-8")
-    validation = _valid(str(path))
+    validation = valid(str(path))
     assert validation.context is not None
     plan = compile_blueprint(validation.context)
     objects = [m.obj for m in streamed(plan)]
@@ -527,7 +264,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--profile",
-        choices=("validate", "compile", "simulate", "diff", "capacity", "rollout", "kube-limit", *CLUSTER_STAGES),
+        choices=(
+            *("validate", "compile", "simulate", "diff", "capacity", "rollout", "kube-limit", "kube-limit-json"),
+            *CLUSTER_STAGES,
+        ),
         help="print a cProfile summary of one stage (many-pools 10x, or --shape/--scale) instead of the figures",
     )
     parser.add_argument("--shape", choices=tuple(SHAPES), default="many-pools", help="shape for --profile")
@@ -535,10 +275,11 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpustack-bench-") as temporary:
         folder = Path(temporary)
-        if options.profile in (*CLUSTER_STAGES, "kube-limit"):
+        if options.profile in (*CLUSTER_STAGES, "kube-limit", "kube-limit-json"):
+            limit = {"kube-limit": "simulate", "kube-limit-json": "simulate json"}.get(options.profile)
             action = (
-                kube_limit_actions(options.scale, folder)["simulate"]
-                if options.profile == "kube-limit"
+                kube_limit_actions(options.scale, folder)[limit]
+                if limit is not None
                 else cluster_actions(options.scale, folder)[options.profile]
             )
             profiler = cProfile.Profile()
@@ -557,23 +298,6 @@ def main() -> None:
             )
             return
         report(options, folder)
-
-
-@dataclass(frozen=True)
-class Target:
-    """One goal of issue 28 beside what this run measured, and the floor figures the ratio divides by."""
-
-    figure: str
-    goal: float
-    measured: float
-    unit: str  # "x" for a ratio, " s" for seconds
-    floors: str
-
-    def line(self) -> str:
-        met = "met" if self.measured <= self.goal else "MISSED"
-        goal = f"{self.goal:g}{self.unit}"
-        measured = f"{self.measured:7.2f}{self.unit}"
-        return f"  {self.figure:<52} goal <= {goal:<5} measured {measured:<9} {met:<6} | {self.floors}"
 
 
 def report(options: argparse.Namespace, folder: Path) -> None:
@@ -678,12 +402,6 @@ def shape_targets(rows: dict[int, dict[str, float]], growth: dict[str, float]) -
             for stage in ("validate", "compile", "simulate")
         ),
     ]
-
-
-def print_targets(targets: list[Target]) -> None:
-    print("targets (issue 28), measured in this run against floors run with the collector off:")
-    for target in targets:
-        print(target.line())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """A cluster snapshot: what `kubectl get nodes,pods,... -A -o yaml` prints (names.SNAPSHOT_COMMAND, docs/import.md).
 
-Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept; JSON is
-YAML), then turned into small typed records. Only the fields gpustack reasons about are kept; every record knows
+Read with the blueprint loader (size caps, aliases within its expansion budget, no tags, positions kept), or, written
+as JSON, by the C json module with positions found only for a diagnostic (cluster/json_document.py), then turned
+into small typed records. Only the fields gpustack reasons about are kept; every record knows
 its JSON path so a malformed object is reported at its line. The device plugin's / GPU Operator's ConfigMaps and
 the operator's ClusterPolicy may ride along in the same List: the ConfigMaps' `data` values are YAML texts, parsed
 with the same loader, and the ClusterPolicy says which of them the operator reads (cluster/configs.py).
@@ -9,7 +10,7 @@ with the same loader, and the ClusterPolicy says which of them the operator read
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -17,6 +18,8 @@ from typing import Any
 
 from gpustack.cluster import shapes
 from gpustack.cluster.documents import joined, several_documents
+from gpustack.cluster.json_document import json_document
+from gpustack.cluster.pod_requests import pod_requests
 from gpustack.cluster.queues import SnapshotQueue, read_queue
 from gpustack.codes import SNAPSHOT_MALFORMED
 from gpustack.collector import paused
@@ -228,18 +231,21 @@ class _Reader:
     def __init__(self, document: Document) -> None:
         self.document = document
         self.problems: list[Diagnostic] = []
+        self._amounts: dict[str, Decimal] = {}  # a quantity as written -> its amount
+        self.requests: dict[Hashable, tuple[tuple[str, str], ...]] = {}  # request_key -> a pod's requests
 
     def fail(self, path: JsonPath, message: str, expected: str, hint: str) -> None:
+        span = self.document.span(path)
         self.problems.append(
-            Diagnostic(
-                SNAPSHOT_MALFORMED,
-                Severity.ERROR,
-                f"{message}; expected {expected}",
-                self.document.span(path),
-                path,
-                hint,
-            )
+            Diagnostic(SNAPSHOT_MALFORMED, Severity.ERROR, f"{message}; expected {expected}", span, path, hint)
         )
+
+    def amount(self, text: str) -> Decimal:
+        """parse_quantity(text) (ValueError as it raises), once per text: 20,000 pods write a few dozen quantities."""
+        known = self._amounts.get(text)
+        if known is None:
+            known = self._amounts[text] = parse_quantity(text)
+        return known
 
     def mapping(self, value: Any, path: JsonPath, what: str) -> Mapping[str, Any] | None:
         if isinstance(value, dict):
@@ -271,7 +277,7 @@ class _Reader:
         out = []
         for name, amount in self.string_map(value, path, what):
             try:
-                parse_quantity(amount)
+                self.amount(amount)
             except ValueError:
                 self.fail(
                     (*path, name), f"{what} {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 8, 500m, 64Gi"
@@ -354,44 +360,6 @@ def _node(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotN
     )
 
 
-def _container_requests(reader: _Reader, containers: Any, path: JsonPath) -> list[dict[str, Decimal]]:
-    out = []
-    for index, raw in enumerate(containers if isinstance(containers, list) else []):
-        container = reader.mapping(raw, (*path, index), "a container") or {}
-        resources = raw_resources if isinstance(raw_resources := container.get("resources"), dict) else {}
-        requests = dict(
-            reader.string_map(resources.get("requests"), (*path, index, "resources", "requests"), "request")
-        )
-        # Kubernetes defaults a missing request to the limit; extended resources are only ever set as limits.
-        limits = dict(reader.string_map(resources.get("limits"), (*path, index, "resources", "limits"), "limit"))
-        merged = {**limits, **requests}
-        amounts = {}
-        for name, amount in merged.items():
-            try:
-                amounts[name] = parse_quantity(amount)
-            except ValueError:
-                where = (*path, index, "resources", "requests" if name in requests else "limits", name)
-                reader.fail(where, f"resource {name!r} is {amount!r}", "a Kubernetes quantity", "e.g. 2, 500m, 8Gi")
-        out.append(amounts)
-    return out
-
-
-def _pod_requests(reader: _Reader, spec: Mapping[str, Any], path: JsonPath) -> tuple[tuple[str, str], ...]:
-    """A pod's effective requests: the containers' sum, or an init container's larger request."""
-    total: dict[str, Decimal] = {}
-    for requests in _container_requests(reader, spec.get("containers"), (*path, "spec", "containers")):
-        for name, amount in requests.items():
-            total[name] = total.get(name, Decimal(0)) + amount
-    for requests in _container_requests(reader, spec.get("initContainers"), (*path, "spec", "initContainers")):
-        for name, amount in requests.items():
-            total[name] = max(total.get(name, Decimal(0)), amount)
-    return tuple(sorted((name, _format_amount(amount)) for name, amount in total.items()))
-
-
-def _format_amount(amount: Decimal) -> str:
-    return str(int(amount)) if amount == int(amount) else f"{int(amount * 1000)}m"
-
-
 def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPod | None:
     named = reader.name(item, path)
     if named is None:
@@ -411,7 +379,7 @@ def _pod(reader: _Reader, item: Mapping[str, Any], path: JsonPath) -> SnapshotPo
         if spec.get("priority") is None
         else reader.integer(spec.get("priority"), (*path, "spec", "priority"), "priority", 0),
         priority_class=priority_class if isinstance(priority_class, str) and priority_class else None,
-        requests=_pod_requests(reader, spec, path),
+        requests=pod_requests(reader, spec, path),
         path=path,
     )
 
@@ -563,7 +531,9 @@ def snapshot_from(document: Document) -> ClusterSnapshot:
 @paused()  # see gpustack/collector.py: records of a 13,000-node snapshot make full passes slow, and no cycles
 def read_snapshot(path: str) -> ClusterSnapshot:
     """Read a snapshot file ('-' for standard input). Raises DiagnosticError, and nothing else, on bad input."""
-    return _parsed(read_text(path), path)
+    text = read_text(path)
+    document = json_document(text, path)  # None unless json.loads reads it as the loader would
+    return snapshot_from(document) if document is not None else _parsed(text, path)
 
 
 @paused()

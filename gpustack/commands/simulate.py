@@ -8,6 +8,7 @@ import sys
 import click
 
 from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
+from gpustack.collector import paused
 from gpustack.commands.options import output_option
 from gpustack.commands.reporting import echo_diagnostics, echo_text, stop_invalid
 from gpustack.compile import compile_blueprint
@@ -53,6 +54,7 @@ def _version(context: click.Context, parameter: click.Parameter, value: str | No
     help="Word messages as this release does (default: the blueprint's; 1.34.1 keeps the taint in the message).",
 )
 @output_option()
+@paused()  # the whole command, not stage by stage: each pause's end collected all its stage had made (0.3 s at 10x)
 def command(
     blueprint: str, scenario: str | None, cluster: str | None, version: KubeVersion | None, output: str
 ) -> None:
@@ -62,6 +64,16 @@ def command(
     Pending the scheduler's own message for the cluster's version plus a hint at the line to change.
     Exit 0 when every pod is placed, 1 when any stays pending or the input is invalid, 2 on usage errors.
     """
+    # _simulate returns rather than exits: its simulation and report are freed by reference counting as it returns,
+    # inside the pause. Exiting from inside it kept them alive in the traceback, and the first collection after the
+    # pause walked every one of them (0.15 s at kube-limit 10x).
+    sys.exit(_simulate(blueprint, scenario, cluster, version, output))
+
+
+def _simulate(
+    blueprint: str, scenario: str | None, cluster: str | None, version: KubeVersion | None, output: str
+) -> int:
+    """The command's work; its exit code (invalid input still stops it from inside, with its diagnostics)."""
     result = validate_path(blueprint)
     if not result.ok or result.context is None:
         stop_invalid([result], output, NOTHING_SIMULATED)
@@ -91,7 +103,7 @@ def command(
         simulation = run_simulation(context, [m.obj for m in plan.objects], loaded, version, snapshot=snapshot)
     except TooManyPods as error:
         click.echo(f"gpustack: {error}; lower the scenario's scale or replicas", err=True)
-        sys.exit(1)
+        return 1
 
     def locate(which: str, path: JsonPath) -> Span | None:
         if which == SCENARIO:
@@ -103,4 +115,4 @@ def command(
         click.echo(format_json(data), nl=False)
     else:
         echo_text(format_text(data), nl=False)  # descriptions, names and images reach the terminal escaped
-    sys.exit(0 if data["ok"] else 1)
+    return 0 if data["ok"] else 1

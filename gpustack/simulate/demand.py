@@ -117,7 +117,7 @@ def build_demand(
 ) -> Demand:
     """`namespaces`: workload name -> namespace it runs in."""
     objects = list(objects)
-    classes = priority_classes(objects)
+    priorities = _Priorities(priority_classes(objects))
     templates = templates_by_key(objects)
     pods: list[Pod] = []
     gangs: dict[str, GangSpec] = {}
@@ -148,14 +148,17 @@ def build_demand(
             raise TooManyPods(
                 f"more than {MAX_PODS} pods to simulate (workload '{workload.name}' adds {len(expanded)})"
             )
+        holds = {key: shared_claim(spec, namespace) for key, spec in specs.items()}
         for name, spec, gang in expanded:
-            held = shared_claim(spec, namespace)
+            held = holds[id(spec)]
+            if held is None:
+                pods.append(priorities.pod(name, namespace, shapes[id(spec)], source, gang, len(pods)))
+                continue
             # A shared ResourceClaim is allocated once: its devices are the first holder's, as its quota counts them.
-            shape = bases[id(spec)] if held is not None and held in charged else shapes[id(spec)]
-            if held is not None:  # every holder goes where the claim is allocated (simulate/claims.py)
-                charged.add(held)
-                shape = dataclasses.replace(shape, shared_claim=held)
-            pods.append(_pod(name, namespace, shape, classes, source, gang, len(pods)))
+            shape = bases[id(spec)] if held in charged else shapes[id(spec)]
+            charged.add(held)  # every holder goes where the claim is allocated (simulate/claims.py)
+            shape = dataclasses.replace(shape, shared_claim=held)
+            pods.append(priorities.pod(name, namespace, shape, source, gang, len(pods)))
     for raw in scenario.pods if scenario is not None else ():
         shape, source = parse_pod_spec(raw.spec), _raw_source(raw)  # the scenario loader has checked the spec
         # A claim template the plan does not hold: the pod asks for no device gpustack knows.
@@ -165,23 +168,25 @@ def build_demand(
             raise TooManyPods(f"more than {MAX_PODS} pods to simulate (scenario pod '{raw.name}' adds {raw.replicas})")
         for index in range(raw.replicas):
             name = f"{raw.name}-{index}" if raw.replicas > 1 else raw.name
-            pods.append(_pod(name, raw.namespace, shape, classes, source, None, len(pods)))
+            pods.append(priorities.pod(name, raw.namespace, shape, source, None, len(pods)))
     return Demand(tuple(pods), gangs, tuple(skipped))
 
 
-def _pod(
-    name: str,
-    namespace: str,
-    shape: PodShape,
-    classes: Mapping[str, PriorityClass],
-    source: Source,
-    gang: str | None,
-    order: int,
-) -> Pod:
-    priority = _priority_of(shape, classes)
-    value = priority.value if priority is not None else 0
-    never = priority.preempt_never if priority is not None else False
-    return Pod(name, namespace, shape, value, never, source, gang, order)
+class _Priorities:
+    """Each pod's priority and preemption policy from its class, looked up once per class name (the answer depends on
+    nothing else) rather than once per replica."""
+
+    def __init__(self, classes: Mapping[str, PriorityClass]) -> None:
+        self._classes = classes
+        self._known: dict[str | None, tuple[int, bool]] = {}
+
+    def pod(self, name: str, namespace: str, shape: PodShape, source: Source, gang: str | None, order: int) -> Pod:
+        known = self._known.get(shape.priority_class)
+        if known is None:
+            priority = _priority_of(shape, self._classes)
+            known = (priority.value, priority.preempt_never) if priority is not None else (0, False)
+            self._known[shape.priority_class] = known
+        return Pod(name, namespace, shape, known[0], known[1], source, gang, order)
 
 
 class _WorkloadObjects:

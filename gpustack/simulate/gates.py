@@ -25,7 +25,7 @@ from typing import Any
 
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.messages import NOT_HELPFUL, KubeVersion, fit_error, post_filter, preemption_fit_error
-from gpustack.simulate.pods import Container, amount
+from gpustack.simulate.pods import Container, PodShape, amount
 from gpustack.simulate.quota import format_quantity
 
 CONTAINER = "Container"
@@ -46,20 +46,21 @@ class Gates:
     limits: Mapping[str, tuple[LimitItem, ...]] = field(default_factory=dict)  # namespace -> its Container items
     claims: frozenset[tuple[str, str]] | None = None  # (namespace, name) of every PVC; None: unknown, not checked
 
-    def limit_refusal(self, pod: Pod) -> str | None:
-        """The API server's refusal of the pod by LimitRanger, or None when every container is within range."""
-        items = self.limits.get(pod.namespace, ())
+    def limit_violations(self, namespace: str, shape: PodShape) -> str | None:
+        """What LimitRanger finds wrong with a pod of this shape in this namespace (the API server's refusal is
+        `forbidden(pod, this)`), or None when every container is within range: a function of the two, so a workload's
+        replicas share one answer."""
+        items = self.limits.get(namespace, ())
         if not items:
             return None
         errors: list[str] = []
         for item in items:
-            for container in pod.shape.containers:
+            for container in shape.containers:
                 errors += _violations(item, container)
         unique = list(dict.fromkeys(errors))
         if not unique:
             return None
-        text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-        return f'pods "{pod.name}" is forbidden: {text}'
+        return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
     def missing_claim(self, pod: Pod) -> str | None:
         """The first PersistentVolumeClaim the pod mounts that does not exist, as the PVC lister says it."""
@@ -69,6 +70,11 @@ class Gates:
             if (pod.namespace, claim) not in self.claims:
                 return f'persistentvolumeclaim "{claim}" not found'
         return None
+
+
+def forbidden(pod: Pod, violations: str) -> str:
+    """The API server's refusal of a pod, in its words, for what LimitRanger found (`Gates.limit_violations`)."""
+    return f'pods "{pod.name}" is forbidden: {violations}'
 
 
 def claim_not_found(version: KubeVersion, nodes: int, reason: str, claims: bool) -> str:

@@ -73,6 +73,10 @@ class QuotaLedger:
     _by_namespace: dict[str, list[Quota]] = field(default_factory=dict, init=False, repr=False)
     # id(shape) -> (shape, pod_usage): holding the shape keeps its id from being reused.
     _usages: dict[int, tuple[PodShape, dict[str, int]]] = field(default_factory=dict, init=False, repr=False)
+    # (namespace, id(shape)) -> (shape, _applicable's answer)
+    _bindings: dict[tuple[str, int], tuple[PodShape, list[tuple[Quota, list[tuple[str, int, int]]]]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         for quota in sorted(self.quotas, key=_name):  # a stable sort: equal names keep their order
@@ -86,21 +90,34 @@ class QuotaLedger:
             known = self._usages[id(pod.shape)] = (pod.shape, pod_usage(pod))
         return known[1]
 
+    def _applicable(self, pod: Pod) -> list[tuple[Quota, list[tuple[str, int, int]]]]:
+        """The quotas that bind the pod, each with (key, limit, the pod's amount) of every key it counts for: a
+        function of the namespace and the shape (scopes read only the shape), worked out once for a workload's pods
+        rather than for each of 130,000."""
+        key = (pod.namespace, id(pod.shape))
+        known = self._bindings.get(key)
+        if known is None or known[0] is not pod.shape:
+            usage = self._usage(pod)
+            applicable = [
+                (quota, [(k, limit, usage[k]) for k, limit in quota.hard.items() if usage.get(k, 0)])
+                for quota in self._by_namespace.get(pod.namespace, ())
+                if quota.applies_to(pod)
+            ]
+            known = self._bindings[key] = (pod.shape, applicable)
+        return known[1]
+
     def admit(self, pod: Pod) -> Rejection | None:
         """Count the pod against its namespace's quotas, or say why the API server refuses it."""
-        applicable = [q for q in self._by_namespace.get(pod.namespace, ()) if q.applies_to(pod)]
-        usage = self._usage(pod)
-        for quota in applicable:
+        applicable = self._applicable(pod)
+        for quota, counted in applicable:
             used = self.used.get((quota.namespace, quota.name), {})
-            exceeded = tuple(
-                sorted(k for k, limit in quota.hard.items() if usage.get(k, 0) and used.get(k, 0) + usage[k] > limit)
-            )
+            exceeded = tuple(sorted(k for k, limit, wanted in counted if used.get(k, 0) + wanted > limit))
             if exceeded:
-                return Rejection(quota, forbidden(pod.name, quota, exceeded, usage, used), exceeded)
-        for quota in applicable:
+                return Rejection(quota, forbidden(pod.name, quota, exceeded, self._usage(pod), used), exceeded)
+        for quota, counted in applicable:
             used = self.used.setdefault((quota.namespace, quota.name), {})
-            for key in quota.hard:
-                used[key] = used.get(key, 0) + usage.get(key, 0)
+            for key, _, wanted in counted:  # a key the pod does not count for stays as it is
+                used[key] = used.get(key, 0) + wanted
         return None
 
     def charge(self, pod: Pod) -> None:

@@ -7,14 +7,14 @@ highest-priority pod (or Volcano job) first, the older one on a tie.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
 from gpustack.simulate.controllers import failed_create
 from gpustack.simulate.demand import Demand, GangSpec, Pod
-from gpustack.simulate.gates import Gates, claim_not_found
+from gpustack.simulate.gates import Gates, claim_not_found, forbidden
 from gpustack.simulate.group import allocate_group
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.kai import OVER_LIMIT, KaiQueues
@@ -24,6 +24,7 @@ from gpustack.simulate.placement import KubeJudge, Rejection, VolcanoJudge
 from gpustack.simulate.preemption import PREEMPTED, Preemption, carry_out, find_preemption, preempted_message
 from gpustack.simulate.quota import Quota, QuotaLedger
 from gpustack.simulate.quota import Rejection as QuotaRejection
+from gpustack.simulate.replicas import batchable, place_run
 from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
 from gpustack.simulate.volcano import allocate_gang
 
@@ -71,6 +72,8 @@ def simulate(
     running: Sequence[tuple[Pod, int]] = (),
     kai: KaiQueues | None = None,
     gates: Gates | None = None,
+    *,
+    runs: bool = True,
 ) -> Outcome:
     """`binpack`: Volcano scores with its binpack plugin (spec.volcano.binpack), else it spreads.
 
@@ -80,6 +83,9 @@ def simulate(
     `kai`: the compiled KAI Queues; a KAI pod (or gang) over its queue's limit stays pending (OverLimit).
 
     `gates`: LimitRanges (checked at creation, before quota) and the PersistentVolumeClaims that exist.
+
+    `runs`: place each run of identical replicas in one pass (simulate/replicas.py: the same nodes); False places
+    every pod on its own, the reference the tests compare runs with.
     """
     kai = kai.fresh() if kai is not None else None
     cluster = Cluster(nodes)
@@ -90,101 +96,166 @@ def simulate(
     if kai is not None:
         for pod, node in running:
             kai.charge_running(pod, nodes[node].pool)
-    preempted: list[tuple[Pod, int, str]] = []
-    nominated: list[tuple[Pod, int, str]] = []
-    pending: list[Pending] = []
-    admitted: list[Pod] = []
-    for pod in demand.pods:
-        limited = gates.limit_refusal(pod) if gates is not None else None
-        if limited is not None:  # LimitRanger runs before ResourceQuota: the pod never counts
-            pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, limited)))
-            continue
-        refused = ledger.admit(pod)
-        if refused is None:
-            admitted.append(pod)
-        else:
-            pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, refused.message), quota=refused))
-    placed: list[tuple[Pod, int]] = []
-    gangs: list[tuple[GangSpec, str]] = []
-    kube, volcano = KubeJudge(version), VolcanoJudge(version)
+    state = _Scheduling(cluster, ledger, version, binpack, kai, gates)
+    admitted = state.admit(demand.pods)
     # Pods that name their node are bound as they are created: the kubelet admits them before any scheduling.
     for pod in [p for p in admitted if p.shape.node_name is not None]:
-        bound = admit_by_name(cluster, pod)
-        if isinstance(bound, int):
-            placed.append((pod, bound))
-        else:
-            pending.append(Pending(pod, bound.event, bound.message))
-            if bound.failed:
-                ledger.release(pod)
-    admitted = [p for p in admitted if p.shape.node_name is None]
-    refusals: Refusals = {}
-    no_room: NoRoom = {}
-    for unit in _queue(admitted, demand):
-        job = [unit] if isinstance(unit, Pod) else unit[1]
-        over_limit = kai.refuse(job) if kai is not None else None
-        if over_limit is not None:  # KAI judges the job's queue before any node
-            pending += [Pending(pod, OVER_LIMIT, over_limit.message) for pod in job]
-            continue
-        if isinstance(unit, Pod):
-            missing = gates.missing_claim(unit) if gates is not None and not unit.volcano else None
-            if missing is not None:  # VolumeBinding's PreFilter: no node is judged
-                text = claim_not_found(version, len(cluster.nodes), missing, holds_claims(unit.shape))
-                pending.append(Pending(unit, FAILED_SCHEDULING, text))
-                continue
-            result = schedule_pod(cluster, unit, kube, version, most_allocated=False, refusals=refusals)
-            if not isinstance(result, Unplaced):
-                placed.append((unit, result))
-                if kai is not None:
-                    kai.charge([unit])
-                continue
-            preemption = preempt(cluster, unit, result, version, no_room)
-            if preemption is None:
-                pending.append(Pending(unit, FAILED_SCHEDULING, result.message, result.rejections))
-                continue
-            carry_out(cluster, unit, preemption)
-            placed.append((unit, preemption.node))
-            if kai is not None:
-                kai.charge([unit])
-                kai.release(preemption.victims)
-            nominated.append((unit, preemption.node, result.message))
-            message = preempted_message(unit, cluster.nodes[preemption.node].name)
-            for victim in preemption.victims:
-                preempted.append((victim, preemption.node, message))
-                ledger.release(victim)
-                if any(pod is victim for pod, _ in placed):  # one of the plan's own pods: deleted, so not running
-                    placed = [(pod, node) for pod, node in placed if pod is not victim]
-                    pending.append(Pending(victim, PREEMPTED, message))
-            continue
-        spec, members = unit
-        if not members[0].volcano:
-            group = allocate_group(cluster, spec, members, kube, version)
-            placed += group.bound
-            if kai is not None:
-                kai.charge([pod for pod, _ in group.bound])
-            for pod, text, why, was_refused in group.pending:
-                event = FAILED_SCHEDULING if was_refused else GROUP_INCOMPLETE
-                pending.append(Pending(pod, event, text, why, gang_partial=True))
-            if group.message is not None:
-                gangs.append((spec, group.message))
-            continue
-        outcome = allocate_gang(cluster, spec, members, volcano, binpack)
-        placed += outcome.bound
-        partial = outcome.message is not None and bool(outcome.schedulable)
-        pending += [Pending(pod, UNSCHEDULABLE, text, why, gang_partial=partial) for pod, text, why in outcome.pending]
-        if outcome.message is not None:
-            gangs.append((spec, outcome.message))
+        state.bind_by_name(pod)
+    queue = _queue([p for p in admitted if p.shape.node_name is None], demand)
+    for run in _runs(queue, state) if runs else ([unit] for unit in queue):
+        rest = run[len(state.place_run(run)) :] if len(run) > 1 else run
+        for unit in rest:
+            state.schedule(unit)
     return Outcome(
         version,
         cluster,
-        tuple(sorted(placed, key=lambda item: item[0].order)),
-        tuple(sorted(pending, key=lambda item: item.pod.order)),
-        tuple(gangs),
+        tuple(sorted(state.placed, key=lambda item: item[0].order)),
+        tuple(sorted(state.pending, key=lambda item: item.pod.order)),
+        tuple(state.gangs),
         tuple((quota, ledger.use(quota)) for quota in ledger.quotas),
         tuple(running),
-        tuple(preempted),
-        tuple(nominated),
+        tuple(state.preempted),
+        tuple(state.nominated),
         kai,
     )
+
+
+class _Scheduling:
+    """One simulated apply's scheduling state: what was placed, what pends and why, and the memories that spare
+    judging the same thing twice."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        ledger: QuotaLedger,
+        version: KubeVersion,
+        binpack: bool,
+        kai: KaiQueues | None,
+        gates: Gates | None,
+    ) -> None:
+        self.cluster, self.ledger, self.version, self.binpack, self.kai, self.gates = (
+            cluster,
+            ledger,
+            version,
+            binpack,
+            kai,
+            gates,
+        )
+        self.kube, self.volcano = KubeJudge(version), VolcanoJudge(version)
+        self.placed: list[tuple[Pod, int]] = []
+        self.pending: list[Pending] = []
+        self.gangs: list[tuple[GangSpec, str]] = []
+        self.preempted: list[tuple[Pod, int, str]] = []
+        self.nominated: list[tuple[Pod, int, str]] = []
+        self.refusals: Refusals = {}
+        self.no_room: NoRoom = {}
+
+    def admit(self, pods: Sequence[Pod]) -> list[Pod]:
+        """Create every pod, in order: LimitRanger, then ResourceQuota; the pods the API server accepts."""
+        admitted: list[Pod] = []
+        limits: dict[tuple[str, int], str | None] = {}  # (namespace, id(shape)) -> Gates.limit_violations: per workload
+        for pod in pods:
+            key = (pod.namespace, id(pod.shape))  # every pod is held by the demand, so no shape's id is reused
+            if self.gates is not None and key not in limits:
+                limits[key] = self.gates.limit_violations(pod.namespace, pod.shape)
+            violations = limits.get(key)
+            if violations is not None:  # LimitRanger runs before ResourceQuota: the pod never counts
+                refusal = failed_create(pod, forbidden(pod, violations))
+                self.pending.append(Pending(pod, FAILED_CREATE, refusal))
+                continue
+            refused = self.ledger.admit(pod)
+            if refused is None:
+                admitted.append(pod)
+            else:
+                self.pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, refused.message), quota=refused))
+        return admitted
+
+    def bind_by_name(self, pod: Pod) -> None:
+        bound = admit_by_name(self.cluster, pod)
+        if isinstance(bound, int):
+            self.placed.append((pod, bound))
+            return
+        self.pending.append(Pending(pod, bound.event, bound.message))
+        if bound.failed:
+            self.ledger.release(pod)
+
+    def runnable(self, pod: Pod) -> bool:
+        """Whether a pod may lead a run of identical replicas (simulate/replicas.py): one kube-scheduler places alone,
+        with no KAI queue to charge between replicas and no missing claim to refuse it before any node is judged."""
+        if pod.volcano or pod.gang is not None or (self.kai is not None and self.kai.queue_of(pod) is not None):
+            return False
+        if self.gates is not None and self.gates.missing_claim(pod) is not None:
+            return False
+        return batchable(self.cluster, pod.shape)
+
+    def place_run(self, run: list[Unit]) -> list[int]:
+        """Place the run's first pods at once (`runs` only holds pods that `runnable` let lead): their nodes."""
+        pods = [unit for unit in run if isinstance(unit, Pod)]
+        nodes = place_run(self.cluster, pods, self.kube)
+        self.placed += zip(pods, nodes, strict=False)
+        return nodes
+
+    def schedule(self, unit: Unit) -> None:
+        """One pod (kube-scheduler), Volcano job or JobSet/LeaderWorkerSet group, as it comes off the queue."""
+        job = [unit] if isinstance(unit, Pod) else unit[1]
+        over_limit = self.kai.refuse(job) if self.kai is not None else None
+        if over_limit is not None:  # KAI judges the job's queue before any node
+            self.pending += [Pending(pod, OVER_LIMIT, over_limit.message) for pod in job]
+            return
+        if isinstance(unit, Pod):
+            self._schedule_pod(unit)
+            return
+        spec, members = unit
+        if not members[0].volcano:
+            group = allocate_group(self.cluster, spec, members, self.kube, self.version)
+            self.placed += group.bound
+            if self.kai is not None:
+                self.kai.charge([pod for pod, _ in group.bound])
+            for pod, text, why, was_refused in group.pending:
+                event = FAILED_SCHEDULING if was_refused else GROUP_INCOMPLETE
+                self.pending.append(Pending(pod, event, text, why, gang_partial=True))
+            if group.message is not None:
+                self.gangs.append((spec, group.message))
+            return
+        outcome = allocate_gang(self.cluster, spec, members, self.volcano, self.binpack)
+        self.placed += outcome.bound
+        partial = outcome.message is not None and bool(outcome.schedulable)
+        self.pending += [
+            Pending(pod, UNSCHEDULABLE, text, why, gang_partial=partial) for pod, text, why in outcome.pending
+        ]
+        if outcome.message is not None:
+            self.gangs.append((spec, outcome.message))
+
+    def _schedule_pod(self, pod: Pod) -> None:
+        cluster, kai, version = self.cluster, self.kai, self.version
+        missing = self.gates.missing_claim(pod) if self.gates is not None and not pod.volcano else None
+        if missing is not None:  # VolumeBinding's PreFilter: no node is judged
+            text = claim_not_found(version, len(cluster.nodes), missing, holds_claims(pod.shape))
+            self.pending.append(Pending(pod, FAILED_SCHEDULING, text))
+            return
+        result = schedule_pod(cluster, pod, self.kube, version, most_allocated=False, refusals=self.refusals)
+        if not isinstance(result, Unplaced):
+            self.placed.append((pod, result))
+            if kai is not None:
+                kai.charge([pod])
+            return
+        preemption = preempt(cluster, pod, result, version, self.no_room)
+        if preemption is None:
+            self.pending.append(Pending(pod, FAILED_SCHEDULING, result.message, result.rejections))
+            return
+        carry_out(cluster, pod, preemption)
+        self.placed.append((pod, preemption.node))
+        if kai is not None:
+            kai.charge([pod])
+            kai.release(preemption.victims)
+        self.nominated.append((pod, preemption.node, result.message))
+        message = preempted_message(pod, cluster.nodes[preemption.node].name)
+        for victim in preemption.victims:
+            self.preempted.append((victim, preemption.node, message))
+            self.ledger.release(victim)
+            if any(placed is victim for placed, _ in self.placed):  # one of the plan's own pods: deleted, not running
+                self.placed = [(placed, node) for placed, node in self.placed if placed is not victim]
+                self.pending.append(Pending(victim, PREEMPTED, message))
 
 
 # id(refusal) -> the refusal, for those whose preemption dry run found no node (held, so ids stay unique)
@@ -222,3 +293,27 @@ def _queue(pods: list[Pod], demand: Demand) -> list[Unit]:
             units.append((-pod.priority, pod.order, (spec, members[key])))
         members[key].append(pod)
     return [unit for _, _, unit in sorted(units, key=lambda u: (u[0], u[1]))]
+
+
+def _runs(queue: list[Unit], state: _Scheduling) -> Iterator[list[Unit]]:
+    """The queue in runs: consecutive pods of one shape, priority and namespace that `state.runnable` lets lead a run
+    (a workload's replicas), and every other unit alone."""
+    position = 0
+    while position < len(queue):
+        first = queue[position]
+        end = position + 1
+        if isinstance(first, Pod) and state.runnable(first):
+            while end < len(queue) and _same(queue[end], first):
+                end += 1
+        yield queue[position:end]
+        position = end
+
+
+def _same(unit: Unit, first: Pod) -> bool:
+    return (
+        isinstance(unit, Pod)
+        and unit.shape is first.shape
+        and unit.priority == first.priority
+        and unit.preempt_never == first.preempt_never
+        and unit.namespace == first.namespace
+    )

@@ -65,6 +65,15 @@ def pod_facts(snapshot: ClusterSnapshot, pod: SnapshotPod) -> PodFacts:
     return PodFacts(labels, owners, claim_names(spec), spec.get("activeDeadlineSeconds") is not None)
 
 
+def terminating(snapshot: ClusterSnapshot, pod: SnapshotPod) -> bool:
+    """`pod_facts(snapshot, pod).terminating` alone: every running pod needs it, and its labels, owners and claims
+    (two thirds of pod_facts' cost, 20,000 times at kube-limit 10x) only where `take_over` or the gates ask."""
+    if snapshot.document is None:
+        return NO_FACTS.terminating
+    spec = _mapping(_mapping(_at(snapshot.document.data, pod.path)).get("spec"))
+    return spec.get("activeDeadlineSeconds") is not None
+
+
 def claim_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The PersistentVolumeClaims a pod spec's volumes mount, in volume order (ephemeral volumes make their own)."""
     out = []
