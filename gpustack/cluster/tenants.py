@@ -200,11 +200,14 @@ def _whole_pools(
     leave this pool's unlimited. Only a pool no tenant has a quota on, so no tenant is given another's pool. The
     quota says `unlimited` for it: a granted pool without an entry is closed (GS610), and the cluster has no line."""
     quota_pools = {pool for tenant in tenants for pool in tenant["quota"]}
+    every_name = {name for names in advertised.values() for name in names}
+    # The other pools' names, less this pool's own, are every name less this pool's: one set per pool, not per
+    # tenant and pair of pools (that was quadratic in pools: 11 s of a 13,000-node import).
+    others = {pool: every_name.difference(names) for pool, names in advertised.items() if pool not in quota_pools}
     for tenant in tenants:
         hard = limited[tenant["name"]]
         for pool, names in advertised.items():
-            others = {r for p, found in advertised.items() if p != pool for r in found if r not in names}
-            if names and pool not in quota_pools and not hard & set(names) and others <= hard:
+            if names and pool in others and others[pool] <= hard and hard.isdisjoint(names):
                 tenant["pools"] = sorted({*tenant["pools"], pool})
                 tenant["quota"][pool] = UNLIMITED
                 unlimited = ", ".join(sorted(names))
