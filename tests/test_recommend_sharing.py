@@ -26,6 +26,7 @@ def blueprint(
     workloads: str,
     *,
     model: str = "A100-SXM4-80GB",
+    gpus: int = 1,
     count: int = 8,
     quota: str = UNLIMITED,
     tenants: str = "",
@@ -44,7 +45,7 @@ spec:
     chartVersion: v26.7.0
   nodePools:
     - name: pool
-      gpu: {{model: {model}, count: 1}}
+      gpu: {{model: {model}, count: {gpus}}}
       selector:
         matchLabels: {{cloud.google.com/gke-nodepool: pool}}
       count: {count}   # nodes
@@ -214,8 +215,15 @@ def test_what_time_slicing_cannot_hold(tmp_path: Path) -> None:
         "{profile: 2g.20gb, shareable: true}": "workload 'w' asks for MIG profile 2g.20gb",
     }
     for gpu, reason in cases.items():
-        pool = solved(tmp_path, blueprint(workload("w", 2, gpu)))
+        pool = solved(tmp_path, blueprint(workload("w", 2, gpu), gpus=2))
         assert candidates(pool)["time-slicing"]["reason"] == reason, gpu
+
+
+def test_a_pod_larger_than_a_node_rules_out_whole_gpus(tmp_path: Path) -> None:
+    # Two GPUs a pod on nodes of one: no node count holds it whole; MIG cuts each pod's 1g.10gb pair from one GPU.
+    pool = solved(tmp_path, blueprint(workload("w", 2, "{count: 2, memory: 10Gi}")))
+    assert candidates(pool)["none"]["reason"] == "workload 'w' asks 2 GPUs per pod, a node has 1"
+    assert (pool["sharing"], pool["gpus"]) == ("mig", 1)
 
 
 def test_a_pool_no_sharing_fits_is_refused_at_its_node_count(tmp_path: Path) -> None:

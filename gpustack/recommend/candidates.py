@@ -119,6 +119,11 @@ def whole_candidate(facts: Pool) -> Candidate:
     refusal = _quota_refusal(facts, {GPU}, {w.name: GPU for w in facts.workloads}, Choice.WHOLE)
     if refusal is not None:
         return Candidate(Choice.WHOLE, g, refusal)
+    for workload in facts.workloads:
+        if workload.gpu.count > g:  # a pod cannot span nodes: no node count holds it
+            return Candidate(
+                Choice.WHOLE, g, f"workload '{workload.name}' asks {workload.gpu.count} GPUs per pod, a node has {g}"
+            )
     pods = [w.gpu.count for w in facts.workloads for _ in range(w.pods)]
     quota = facts.quota_of(GPU)
     packed = whole_nodes(pods, g, quota)

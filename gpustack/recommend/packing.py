@@ -38,6 +38,7 @@ def whole_nodes(pods: Sequence[int], per_node: int, at_least: int) -> Packing:
     """The fewest nodes of `per_node` GPUs that hold every pod (GPUs each) as spread, with at least `at_least` GPUs
     in all (a quota the pool's capacity must reach)."""
     sizes = tuple(sorted(pods, reverse=True))
+    assert not sizes or sizes[0] <= per_node, "a pod larger than a node fits no node count"
     quota_nodes = -(-at_least // per_node)
     start = max(1, quota_nodes, -(-sum(sizes) // per_node))
     nodes = start
