@@ -330,3 +330,24 @@ def test_review_of_hand_written_whole_gpus_to_the_recommended_sharing_shows_the_
     assert "sharing.strategy: none -> time-slicing" in review
     code, plan = run("rollout", str(hand), str(chosen))
     assert code == 0, plan
+
+
+def test_review_of_auto_to_the_written_sharing_shows_the_choice_without_risks_it_never_had(tmp_path: Path) -> None:
+    # The auto side never reached a cluster (compile refuses it): nothing it "advertised" is renamed, nothing it
+    # "isolated" weakens. A hand-written MIG pool moving to time-slicing still gets both risks.
+    auto, chosen, mig = tmp_path / "auto.yaml", tmp_path / "chosen.yaml", tmp_path / "mig.yaml"
+    auto.write_text(blueprint(CHAT, count=6), encoding="utf-8")
+    chosen.write_text(blueprint(CHAT, count=6), encoding="utf-8")
+    mig.write_text(
+        blueprint(CHAT, count=6).replace(
+            "strategy: auto   # left to gpustack recommend",
+            "strategy: mig\n        mig: {strategy: mixed, layout: {1g.20gb: 4}}",
+        ),
+        encoding="utf-8",
+    )
+    assert run("recommend", str(chosen), "--write")[0] == 0
+    _, review = run("diff", str(auto), str(chosen))
+    assert "sharing.strategy: auto -> time-slicing" in review and "6 -> 1 nodes, 6 -> 1 GPUs" in review
+    assert "1 pool changed; no risk flagged" in review
+    _, review = run("diff", str(mig), str(chosen))
+    assert "stops advertising nvidia.com/mig-1g.20gb" in review and "isolation drops" in review
