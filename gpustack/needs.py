@@ -65,7 +65,7 @@ def _profiles_offered(offers: tuple[Offer, ...]) -> list[Offer]:
 def _by_profile(
     profile: str, count: int, pool: NodePool, model: GpuModel, offers: tuple[Offer, ...]
 ) -> Requests | Unfit:
-    if pool.sharing.strategy is not SharingStrategy.MIG:
+    if pool.sharing.strategy not in (SharingStrategy.MIG, SharingStrategy.AUTO):
         return Unfit(
             f"asks for MIG profile {profile}, but pool '{pool.name}' does not use MIG "
             f"(its sharing strategy is {pool.sharing.strategy})",
@@ -92,7 +92,9 @@ def _by_memory(
 ) -> Requests | Unfit:
     need = format_gib(memory)
     strategy = pool.sharing.strategy
-    if strategy is SharingStrategy.MIG:
+    # sharing.strategy: auto resolves as MIG's mixed strategy would over its menu (every profile, whole GPUs beside):
+    # what the MIG candidate of `gpustack recommend` asks; the whole-GPU and time-slicing candidates ask nvidia.com/gpu.
+    if strategy is SharingStrategy.MIG or (strategy is SharingStrategy.AUTO and model.mig is not None):
         fitting = [o for o in _profiles_offered(offers) if o.memory_gib is not None and o.memory_gib * GIB >= memory]
         if fitting:
             return _within_node(Requests(((fitting[0].resource, count),)), pool, offers)

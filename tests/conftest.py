@@ -14,6 +14,16 @@ CONFORMANCE_FOLDER = "shared/conformance"  # as a reader finds it: a folder name
 BLUEPRINTS = REPO / "blueprints"
 CASES = Path(__file__).resolve().parent / "cases"
 UPDATE_GOLDEN = os.environ.get("GPUSTACK_UPDATE_GOLDEN") == "1"
+# What `gpustack recommend --write` makes of each example that leaves layouts or sharing to it (`auto`, which compile
+# refuses): test_recommend_examples.py keeps each copy byte for byte what recommend writes, and refuses a copy
+# without its example or an auto example without its copy.
+RECOMMENDED = Path(__file__).resolve().parent / "golden" / "recommended"
+
+
+def shipped_examples() -> list[Path]:
+    """Every top-level example as it compiles: one with `auto` pools by its recommended copy (same file name, so
+    its goldens keep the example's name), the others as they are."""
+    return [RECOMMENDED / p.name if (RECOMMENDED / p.name).exists() else p for p in sorted(BLUEPRINTS.glob("*.yaml"))]
 
 
 def in_ci() -> bool:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 from builders import sourceless
-from conftest import BLUEPRINTS
+from conftest import shipped_examples
 
 from gpustack.compile import compile_blueprint
 from gpustack.outputs import render_files
 from gpustack.registration import CLUSTER, NAMESPACES, TENANCY, deploy_plan
 from gpustack.validation import validate_path
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 
 
 def steps(readme: str) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BLUEPRINTS
+from conftest import BLUEPRINTS, shipped_examples
 
 from gpustack.capacity import capacity_data, measure_capacity
 from gpustack.capacity_chart import chart_rows, render_chart, text_width
@@ -90,7 +90,7 @@ def overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-CHARTS = [*sorted(BLUEPRINTS.glob("*.yaml")), "long names"]
+CHARTS = [*shipped_examples(), "long names"]
 
 
 @pytest.mark.parametrize("blueprint", CHARTS, ids=lambda b: b if isinstance(b, str) else b.stem)

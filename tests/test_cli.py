@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BLUEPRINTS, CASES, REPO
+from conftest import BLUEPRINTS, CASES, REPO, shipped_examples
 
 from gpustack.cli import group
 from gpustack.codes import (
@@ -30,7 +30,7 @@ def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
 
 
 def test_valid_examples_exit_zero() -> None:
-    examples = sorted(BLUEPRINTS.glob("*.yaml"))
+    examples = shipped_examples()
     code, out, _ = run("validate", *map(str, examples))
     assert code == 0, out
     assert f"{len(examples)} files valid" in out

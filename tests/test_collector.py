@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from builders import sourceless
-from conftest import BLUEPRINTS
+from conftest import BLUEPRINTS, shipped_examples
 
 from gpustack.capacity import measure_capacity
 from gpustack.catalog import load_catalog
@@ -66,7 +66,7 @@ JINJA = {
     "weakref.ReferenceType",
     "builtins.builtin_function_or_method",
 }
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 
 
 def _sandboxes(objects: list[Any]) -> int:

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from admission_cel import Admission, Request, Verdict, policy_expressions
 from builders import sourceless
-from conftest import BLUEPRINTS, CASES
+from conftest import CASES, shipped_examples
 
 from gpustack.build import build_blueprint
 from gpustack.catalog import load_catalog
@@ -45,7 +45,7 @@ from gpustack.workload_templates import allowed_priority_classes
 
 CORPUS = CASES / "admission"
 TEST_BLUEPRINTS = CORPUS / "blueprints"
-BLUEPRINT_FILES = {p.stem: p for p in [*sorted(BLUEPRINTS.glob("*.yaml")), *sorted(TEST_BLUEPRINTS.glob("*.yaml"))]}
+BLUEPRINT_FILES = {p.stem: p for p in [*shipped_examples(), *sorted(TEST_BLUEPRINTS.glob("*.yaml"))]}
 NAME_LABEL = "kubernetes.io/metadata.name"
 # Kinds a pod spec of the corpus is also sent in, as the template.
 WRAPPERS = (

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from builders import sourceless
 from click.testing import CliRunner
-from conftest import BLUEPRINTS, CASES, UPDATE_GOLDEN
+from conftest import BLUEPRINTS, CASES, UPDATE_GOLDEN, shipped_examples
 from manifest_schemas import CRD_GROUP_SUFFIXES, newest_version, validate_any
 
 from gpustack.cli import group, main
@@ -31,7 +31,7 @@ from gpustack.validation import validate_path
 from gpustack.write import MANIFEST, MANIFEST_HEADER
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 
 
 def compiled(path: Path) -> Plan:

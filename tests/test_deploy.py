@@ -21,7 +21,7 @@ import pulumi
 import pytest
 import yaml
 from builders import sourceless
-from conftest import BLUEPRINTS, CASES
+from conftest import BLUEPRINTS, CASES, shipped_examples
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import reset_options
 
@@ -42,7 +42,7 @@ from gpustack.deploy import (
 from gpustack.outputs import KUSTOMIZATION, render_files
 from gpustack.validation import validate_path
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 CHART = "kubernetes:helm.sh/v4:Chart"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from builders import blueprint, context, sourceless
-from conftest import BLUEPRINTS, CASES, shared_path
+from conftest import CASES, shared_path, shipped_examples
 
 from gpustack.codes import COMBINATION, MIG_WITHOUT_OPERATOR
 from gpustack.compile import compile_blueprint
@@ -22,7 +22,7 @@ from gpustack.outputs import render_files
 from gpustack.plan import Plan
 from gpustack.validation import validate_path, validate_text
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 H100_MIG = {
     "name": "h100-mig",
     "gpu": {"model": "H100-SXM5-80GB", "count": 8},

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BLUEPRINTS, CASES, REPO
+from conftest import CASES, REPO, shipped_examples
 
 from gpustack.catalog import load_catalog
 from gpustack.context import Context, unplaced
@@ -222,7 +222,7 @@ def mermaid_parse(sources: list[str]) -> list[dict[str, object]]:
 
 
 def all_sources() -> dict[str, str]:
-    sources = {f"graph {p.name}": render_mermaid(graph_of(p)) for p in sorted(BLUEPRINTS.glob("*.yaml"))}
+    sources = {f"graph {p.name}": render_mermaid(graph_of(p)) for p in shipped_examples()}
     for golden in sorted((CASES / "review").glob("*/review.json")):
         graph = json.loads(golden.read_text(encoding="utf-8"))["graph"]
         if graph:
@@ -283,7 +283,7 @@ def test_columns_are_ordered_so_edges_do_not_cross() -> None:
 def test_every_example_draws_with_no_more_crossings_than_its_file_order() -> None:
     from gpustack.graph import crossings
 
-    for blueprint in sorted(BLUEPRINTS.glob("*.yaml")):
+    for blueprint in shipped_examples():
         graph = graph_of(blueprint)
         text = blueprint.read_text(encoding="utf-8")
         in_file_order = Graph(

@@ -8,6 +8,7 @@ import pytest
 from builders import sourceless
 from click.testing import CliRunner
 from cluster_from import snapshot_text
+from conftest import shipped_examples
 
 from gpustack.build import build_blueprint
 from gpustack.cli import group
@@ -132,10 +133,10 @@ def test_written_blueprint_validates_and_marks_guesses() -> None:
     assert import_snapshot(read_snapshot(str(CASES / "mixed-cluster.yaml")), "mixed").text == result.text
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in BLUEPRINTS.glob("*.yaml")))
-def test_round_trip_reproduces_labels_and_taints(name: str) -> None:
+@pytest.mark.parametrize("example", shipped_examples(), ids=lambda p: p.name)
+def test_round_trip_reproduces_labels_and_taints(example: Path) -> None:
     """blueprint -> compiled nodes (+ GFD's labels) -> import -> compile: each node gets the same labels and taints."""
-    original = validate_path(BLUEPRINTS / name)
+    original = validate_path(example)
     assert original.blueprint is not None
     # Kubelets of the blueprint's own version (DRA's resource.k8s.io/v1 needs 1.34).
     kubelet = f"v{original.blueprint.kubernetes_version}.0"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from cluster_from import snapshot_data, snapshot_text
+from conftest import shipped_examples
 
 from gpustack.catalog import load_catalog
 from gpustack.cli import group
@@ -150,10 +151,10 @@ def test_a_node_not_understood_gets_a_pool_of_its_own_and_the_rest_still_imports
     assert any("# guessed: gpu: not understood (GPU product 'NVIDIA-Quantum-Q9000'" in line for line in lines)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in BLUEPRINTS.glob("*.yaml")))
-def test_round_trip_compile_snapshot_import_drift_is_in_sync(name: str) -> None:
+@pytest.mark.parametrize("example", shipped_examples(), ids=lambda p: p.name)
+def test_round_trip_compile_snapshot_import_drift_is_in_sync(example: Path) -> None:
     """blueprint -> the applied cluster's snapshot -> import -> drift of the imported blueprint: no drift."""
-    original = validate_path(BLUEPRINTS / name)
+    original = validate_path(example)
     assert original.blueprint is not None
     kubelet = f"v{original.blueprint.kubernetes_version}.0"
     snapshot = parse_snapshot(snapshot_text(original.blueprint, kubelet), "cluster.yaml")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BLUEPRINTS, CASES, REPO
+from conftest import CASES, REPO, shipped_examples
 
 from gpustack.cli import group
 from gpustack.jsondoc import API_VERSION
@@ -37,7 +37,7 @@ def snake_keys(value: Any, where: str = "$") -> list[str]:
 
 
 def documents() -> list[tuple[list[str], str]]:
-    examples = sorted(str(p) for p in BLUEPRINTS.glob("*.yaml"))
+    examples = [str(p) for p in shipped_examples()]
     invalid = str(CASES / "invalid" / "quota-problems.yaml")
     runs: list[tuple[list[str], str]] = [(["models"], "ModelList"), (["validate", *examples], "ValidationReport")]
     for blueprint in [*examples, invalid]:

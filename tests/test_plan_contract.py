@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from builders import blueprint, planned
 from cluster_from import snapshot_data
-from conftest import BLUEPRINTS, REPO
+from conftest import BLUEPRINTS, REPO, shipped_examples
 from test_cloud import pool as cloud_pool
 from test_layers import copy_of_package, lint_imports
 
@@ -36,7 +36,7 @@ from gpustack.taints import taint_object
 from gpustack.validation import Validation, validate_path
 from gpustack.yamlout import dump_yaml
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 CONSUMERS = [
     "gpustack.deploy",
     "gpustack.registration",

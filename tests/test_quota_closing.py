@@ -18,7 +18,7 @@ import pytest
 import yaml
 from builders import ONE_POOL
 from click.testing import CliRunner
-from conftest import BLUEPRINTS
+from conftest import BLUEPRINTS, shipped_examples
 
 from gpustack.cli import group
 
@@ -304,7 +304,7 @@ def test_a_pool_whose_quota_is_unlimited_stays_whole(tmp_path: Path) -> None:
     assert limit_max(objects, "ml") == {"nvidia.com/gpu": "4"}
 
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 
 
 def _gpu_requests(obj: dict[str, Any]) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from builders import sourceless
-from conftest import BLUEPRINTS, CASES
+from conftest import BLUEPRINTS, CASES, shipped_examples
 
 from gpustack.compile import compile_blueprint
 from gpustack.compile.nodes import FAMILY as NODES_FAMILY
@@ -37,7 +37,7 @@ from gpustack.review.review import review_change
 from gpustack.review.snapshot import Snapshot
 from gpustack.validation import validate_path
 
-EXAMPLES = sorted(BLUEPRINTS.glob("*.yaml"))
+EXAMPLES = shipped_examples()
 # The stage of each ConfigGroup: a registration waits for exactly the registrations of earlier stages.
 GROUP_STAGES = {
     "namespaces": 0,

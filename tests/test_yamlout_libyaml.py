@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from builders import sourceless
-from conftest import BLUEPRINTS, REPO
+from conftest import BLUEPRINTS, REPO, shipped_examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +37,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(yamlout, "_CDumper", None)
 
 
-@pytest.mark.parametrize("example", sorted(BLUEPRINTS.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("example", shipped_examples(), ids=lambda p: p.stem)
 def test_every_example_compiles_to_the_same_files_either_way(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = validate_path(example)
     assert result.blueprint is not None

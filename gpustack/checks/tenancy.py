@@ -16,7 +16,7 @@ from gpustack.codes import (
 )
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic
-from gpustack.model import Scheduler
+from gpustack.model import Scheduler, SharingStrategy
 from gpustack.offers import full_resource_name, offer_for
 from gpustack.schedulers import closed_resources
 
@@ -54,7 +54,7 @@ def check_quota_resources(ctx: Context) -> Iterator[Diagnostic]:
                         )
                         continue
                     capacity = offer.per_node * nodes
-                    if what == "quota" and amount > capacity:
+                    if what == "quota" and amount > capacity and not _sharing_left_to_recommend(ctx, pool_name):
                         yield ctx.warning(
                             QUOTA_ABOVE_POOL,
                             (*path, resource),
@@ -85,7 +85,7 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
         quota = {pool: dict(items) for pool, items in tenant.quota}
         closed = set(closed_resources(ctx, tenant))
         for (pool, resource), needed in sorted(ctx.tenant_demand(tenant.name).items()):
-            if pool not in quota:
+            if pool not in quota or _sharing_left_to_recommend(ctx, pool):
                 continue
             short = resource.removeprefix("nvidia.com/")
             nominal = quota[pool].get(short)
@@ -114,6 +114,15 @@ def check_quota_covers_templates(ctx: Context) -> Iterator[Diagnostic]:
                     )
                     + "; raise the quota or scale the templates",
                 )
+
+
+def _sharing_left_to_recommend(ctx: Context, pool: str) -> bool:
+    """sharing.strategy: auto: which resource a workload asks (nvidia.com/gpu or a MIG profile), and what a unit of
+    nvidia.com/gpu is (a GPU, or a time-sliced replica), wait on the sharing `gpustack recommend` chooses; it sizes
+    the pool for each tenant's quota and judges the quota against each choice. Once --write has chosen, GS501 and
+    GS505 run on the real offers and requests."""
+    found = ctx.pools.get(pool)
+    return found is not None and found.sharing.strategy is SharingStrategy.AUTO
 
 
 def check_shared_resource_names(ctx: Context) -> Iterator[Diagnostic]:

@@ -142,12 +142,15 @@ MIG_LAYOUT_AUTO = _recommend(
 
 RECOMMEND_NO_FIT = _recommend(
     "GS311",
-    "gpustack recommend finds no layouts that fit a pool's demand within its nodes",
+    "gpustack recommend finds no layouts (or no sharing) that fit a pool's demand within its nodes",
     "`gpustack recommend` found no MIG layouts under which a pool's workloads (and its tenants' quotas) fit on the "
-    "nodes the pool may have: its listed nodes, `count`, or `maxNodes`. The message names the resource that does not "
-    "fit and how many nodes it would take.",
+    "nodes the pool may have: its listed nodes, `count`, or `maxNodes`; for a `sharing.strategy: auto` pool, no "
+    "sharing (whole GPUs, MIG or time-slicing) that does. The message names the resource that does not fit and how "
+    "many nodes it would take, and for a sharing pool why each sharing is ruled out or too small (at the strategy "
+    "where no sharing is a candidate at all).",
     "Raise `maxNodes` (or `count`, or list more nodes), give the pool more GPUs per node, or shrink the workloads' "
-    "replicas or the tenants' quotas on the pool.",
+    "replicas or the tenants' quotas on the pool; for a sharing pool no sharing is a candidate for, choose the "
+    "sharing yourself or change the workloads or quotas the message names.",
 )
 
 GKE_ZONE_COUNT = _cloud(

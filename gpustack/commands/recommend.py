@@ -1,4 +1,5 @@
-"""`gpustack recommend BLUEPRINT [--write]`: MIG layouts for every `layout: auto` pool, on the fewest GPUs."""
+"""`gpustack recommend BLUEPRINT [--write]`: for every pool that says `auto`, its MIG layouts (`layout: auto`) or its
+sharing (`sharing.strategy: auto`: whole GPUs, MIG layouts or time-slicing), on the fewest GPUs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from gpustack.jsondoc import dump_document
 from gpustack.validation import Validation, validate_path
 
 if TYPE_CHECKING:
-    from gpustack.recommend import Recommendation
+    from gpustack.recommend import Chosen
 
 EXTRA = "pip install 'gpustack[recommend]'"
 
@@ -28,16 +29,18 @@ EXTRA = "pip install 'gpustack[recommend]'"
 @click.option(
     "--write",
     is_flag=True,
-    help="Write the chosen layouts over `auto` in BLUEPRINT itself (comments and order kept).",
+    help="Write the chosen layouts or sharing over `auto` in BLUEPRINT itself (comments and order kept).",
 )
 @output_option()
 def command(blueprint: str, write: bool, output: str) -> None:
-    """Choose MIG layouts for each pool with `sharing.mig.layout: auto`.
+    """Choose MIG layouts for each pool with `sharing.mig.layout: auto`, and the sharing for each pool with
+    `sharing.strategy: auto` (whole GPUs, MIG layouts, or time-slicing where every workload is shareable).
 
-    Per pool: each GPU's layout (the same on every node), the nodes and GPUs that hold every workload's pods and
-    every tenant's quota, a proven lower bound and whether the answer is optimal (fewest GPUs, then least stranded
-    memory, then fewest distinct layouts), and what first-fit-decreasing would need. Exit 0; 1 when the blueprint
-    is invalid or a pool's demand fits no layouts within its nodes (GS311); 2 on usage errors.
+    Per pool: each GPU's layout (the same on every node) or the sharing and its replicas, the nodes and GPUs that
+    hold every workload's pods and every tenant's quota, a proven lower bound and whether the answer is optimal
+    (fewest GPUs, then least stranded memory, then fewest distinct layouts; for a sharing, then the strongest
+    isolation), why the other sharings lost, and what first-fit-decreasing would need. Exit 0; 1 when the
+    blueprint is invalid or a pool's demand fits nothing within its nodes (GS311); 2 on usage errors.
     """
     try:
         from gpustack.recommend import recommend
@@ -55,7 +58,10 @@ def command(blueprint: str, write: bool, output: str) -> None:
     if refused:
         stop_invalid([dataclasses.replace(result, diagnostics=refused)], output, "nothing recommended")
     if not recommendations:
-        echo_text(f"{result.file}: no pool has sharing.mig.layout: auto; nothing to recommend", err=True)
+        echo_text(
+            f"{result.file}: no pool has sharing.mig.layout: auto or sharing.strategy: auto; nothing to recommend",
+            err=True,
+        )
         if output == "json":
             click.echo(dump_document("Recommendation", as_data(())), nl=False)
         return
@@ -67,7 +73,7 @@ def command(blueprint: str, write: bool, output: str) -> None:
         _write(blueprint, result, recommendations)
 
 
-def _write(path: str, result: Validation, chosen: tuple[Recommendation, ...]) -> None:
+def _write(path: str, result: Validation, chosen: tuple[Chosen, ...]) -> None:
     from gpustack.recommend.edit import rewritten
 
     assert result.document is not None
@@ -75,11 +81,11 @@ def _write(path: str, result: Validation, chosen: tuple[Recommendation, ...]) ->
     # The edit is checked before it replaces anything: it must still validate, with no auto left where it wrote.
     check = _validate_text(path, text)
     problems = [d for d in check.diagnostics if d.code == MIG_LAYOUT_AUTO or d.severity is Severity.ERROR]
-    written = {r.demand.layout_path for r in chosen}
+    written = {r.auto_path for r in chosen}
     if any(d.code != MIG_LAYOUT_AUTO or d.path in written for d in problems):
         stop_invalid([check], "text", f"{path} left as it was")
     _replace(path, text)
-    echo_text(f"{path}: wrote the layouts of {len(chosen)} pool(s)", err=True)
+    echo_text(f"{path}: wrote what was chosen for {len(chosen)} pool(s)", err=True)
 
 
 def _validate_text(path: str, text: str) -> Validation:

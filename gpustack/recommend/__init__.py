@@ -1,106 +1,89 @@
-"""`gpustack recommend`: the MIG layouts that hold each `layout: auto` pool's workloads on the fewest GPUs.
+"""`gpustack recommend`: the MIG layouts, and for `sharing.strategy: auto` the sharing, on the fewest GPUs.
 
-`recommend(context)` reads validation's Context (demand), solves each pool (solver: OR-Tools, imported only
-here), and returns one Recommendation per auto pool or a GS311 diagnostic where nothing fits the pool's nodes.
-`report` words them; `edit` writes the chosen layouts into the blueprint's text in place of `auto`.
+`recommend(context)` reads validation's Context, and for each pool in blueprint order that leaves something to it
+returns a recommendation, or a GS311 diagnostic where nothing fits the pool's nodes:
+
+- `layout: auto`: the layouts (`layouts.Recommendation`; demand, then the solver: OR-Tools, imported only here);
+- `sharing.strategy: auto`: the sharing (`sharing.SharingRecommendation`): whole GPUs, MIG layouts or
+  time-slicing, each a candidate sized on its own (`candidates`).
+
+`report` words them; `edit` writes them into the blueprint's text in place of `auto`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 from gpustack.codes import RECOMMEND_NO_FIT
 from gpustack.context import Context
 from gpustack.diagnostic import Diagnostic, JsonPath
-from gpustack.recommend.demand import WHOLE, Need, PoolDemand, auto_pools
-from gpustack.recommend.solver import Cut, Search, share, solve
+from gpustack.model import NodePool, SharingStrategy
+from gpustack.recommend.candidates import Candidate
+from gpustack.recommend.demand import PoolDemand, auto_pools
+from gpustack.recommend.layouts import Recommendation, has_slices, no_fit_words, solved
+from gpustack.recommend.sharing import SharingRecommendation, choose
+
+Chosen = Recommendation | SharingRecommendation
+
+__all__ = ["Chosen", "Recommendation", "SharingRecommendation", "recommend"]
 
 
-@dataclass(frozen=True)
-class Recommendation:
-    demand: PoolDemand
-    search: Search
-
-    @property
-    def cut(self) -> Cut:
-        assert self.search.solution is not None
-        return self.search.solution.cut
-
-    @property
-    def nodes(self) -> int:
-        assert self.search.solution is not None
-        return self.search.solution.nodes
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.demand.gpus_per_node
-
-    @property
-    def bound_gpus(self) -> int:
-        return self.search.bound.nodes * self.demand.gpus_per_node
-
-    @property
-    def optimal(self) -> bool:
-        solution = self.search.solution
-        return solution is not None and solution.proven_nodes and solution.proven_cut
-
-    @property
-    def baseline_gpus(self) -> int | None:
-        nodes = self.search.baseline_nodes
-        return None if nodes is None else nodes * self.demand.gpus_per_node
-
-    def groups(self) -> tuple[tuple[tuple[int, ...], dict[str, int] | None], ...]:
-        """The node's GPU indexes per layout (None: left whole), lowest indexes to the first layout."""
-        result = []
-        index = 0
-        for gpus, column in self.cut.groups:
-            devices = tuple(range(index, index + gpus))
-            index += gpus
-            result.append((devices, None if column == ((WHOLE, 1),) else dict(column)))
-        return tuple(result)
-
-
-def recommend(ctx: Context) -> tuple[tuple[Recommendation, ...], tuple[Diagnostic, ...]]:
+def recommend(ctx: Context) -> tuple[tuple[Chosen, ...], tuple[Diagnostic, ...]]:
     """A recommendation for every auto pool that fits within its nodes; GS311 for each that does not."""
-    found: list[Recommendation] = []
+    found: list[Chosen] = []
     refused: list[Diagnostic] = []
-    for demand in auto_pools(ctx):
-        if not any(need.unit != WHOLE for need in demand.needs):
+    layouts = {demand.pool.name: demand for demand in auto_pools(ctx)}
+    for pool in ctx.blueprint.pools:
+        model = ctx.models.get(pool.name)
+        if pool.sharing.strategy is SharingStrategy.AUTO and model is not None and pool.gpu is not None:
+            outcome = choose(ctx, pool, model)
+            if isinstance(outcome, SharingRecommendation):
+                found.append(outcome)
+            else:
+                refused.append(_no_sharing_fits(ctx, pool, model.key, outcome))
+            continue
+        demand = layouts.get(pool.name)
+        if demand is None:
+            continue
+        if not has_slices(demand):
             refused.append(_nothing_to_cut(ctx, demand))
             continue
-        search = solve(demand)
-        if search.solution is not None:
-            found.append(Recommendation(demand, search))
-            continue
-        refused.append(_no_fit(ctx, demand))
+        chosen = solved(demand)
+        if chosen is not None:
+            found.append(chosen)
+        else:
+            refused.append(_no_fit(ctx, demand))
     return tuple(found), tuple(refused)
 
 
+def _per_node(pool: NodePool, model_key: str) -> str:
+    g = pool.gpus_per_node
+    return f"{pool.node_count} node(s) of {g} GPU{'s' if g > 1 else ''} per node ({model_key})"
+
+
 def _no_fit(ctx: Context, demand: PoolDemand) -> Diagnostic:
-    pool = demand.pool
-    g = demand.gpus_per_node
-    per_node = f"{g} GPU{'s' if g > 1 else ''} per node"
-    culprits = []
-    for need in demand.needs:
-        alone = dataclasses.replace(demand, needs=(need,))
-        if solve(alone).solution is None:
-            culprits.append(_need_words(need, demand))
-    # How many nodes it would take: each GPU holds at least one instance, so the total need bounds the search.
-    ceiling = max(demand.max_nodes + 1, sum(share(demand, 1).values()))
-    wider = solve(demand, ceiling).solution
-    takes = f"; it would take {wider.nodes} node(s)" if wider is not None else ""
-    what = (
-        "; ".join(culprits)
-        if culprits
-        else "together: " + "; ".join(_need_words(need, demand) for need in demand.needs)
-    )
     return ctx.error(
         RECOMMEND_NO_FIT,
-        _limit_path(demand),
-        f"pool '{pool.name}' cannot hold its demand on {demand.max_nodes} node(s) of {per_node} "
-        f"({demand.model_key}) under any MIG layouts: {what}{takes}",
+        _limit_path(demand.pool),
+        f"pool '{demand.pool.name}' cannot hold its demand on {_per_node(demand.pool, demand.model_key)} under any "
+        f"MIG layouts: {no_fit_words(demand)}",
         "raise maxNodes (or count, or list more nodes), give nodes more GPUs, or lower the replicas or quotas named",
+    )
+
+
+def _no_sharing_fits(ctx: Context, pool: NodePool, model_key: str, candidates: tuple[Candidate, ...]) -> Diagnostic:
+    """No candidate fits: at the node limit where some candidate only lacks nodes, else at the strategy itself."""
+    reasons = "; ".join(
+        f"{c.choice.words}: "
+        + (f"not a candidate ({c.refusal})" if c.refusal is not None else f"does not fit ({c.too_small})")
+        for c in candidates
+    )
+    sized = any(c.refusal is None for c in candidates)
+    return ctx.error(
+        RECOMMEND_NO_FIT,
+        _limit_path(pool) if sized else (*pool.sharing.path, "strategy"),
+        f"pool '{pool.name}' cannot hold its demand on {_per_node(pool, model_key)} under any sharing: {reasons}",
+        "raise maxNodes (or count, or list more nodes), give nodes more GPUs, or lower the replicas or quotas named"
+        if sized
+        else "choose the sharing yourself, or change what rules each candidate out (the quotas or workloads named)",
     )
 
 
@@ -116,19 +99,7 @@ def _nothing_to_cut(ctx: Context, demand: PoolDemand) -> Diagnostic:
     )
 
 
-def _need_words(need: Need, demand: PoolDemand) -> str:
-    unit = "whole GPU" if need.unit == WHOLE else need.unit
-    parts = []
-    if need.pods:
-        parts.append(f"{len(need.pods)} pod(s) of {', '.join(need.workloads)} ask {need.units}")
-    if need.quota:
-        parts.append(f"a quota of {need.quota}")
-    shared = f" (each instance shared by {demand.shared_by})" if demand.shared_by > 1 and need.unit != WHOLE else ""
-    return f"{unit}{shared}: " + (", ".join(parts) or "named by a quota")
-
-
-def _limit_path(demand: PoolDemand) -> JsonPath:
-    pool = demand.pool
+def _limit_path(pool: NodePool) -> JsonPath:
     if pool.selector is None:
         return (*pool.path, "nodes")
     return (*pool.path, "count" if pool.count is not None else "maxNodes")

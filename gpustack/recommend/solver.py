@@ -8,7 +8,10 @@ over n nodes (a pod cannot span nodes) and every tenant's quota. Whether a cut e
 OR-Tools CP-SAT on one worker with a fixed seed, so the same blueprint gives the same answer.
 
 The smallest n is searched upward from a proven lower bound: the smallest n whose linear relaxation is feasible
-(GLOP). Every smaller n the search passes is proven infeasible by CP-SAT, so the first feasible n is the optimum.
+(GLOP) with the least per-node need any placement of the pods allows. Every smaller n the search passes is proven
+infeasible by CP-SAT, so the first feasible n is the optimum. The pods are sized as the scheduler spreads them over
+the nodes (`packing`); where their sizes do not divide each other a tighter placement may need less, so a count
+counts as proven infeasible only if it is so under that least need too.
 Among cuts of that n: the least stranded memory (memory slices no instance holds), then the fewest distinct
 layouts. The baseline is first-fit-decreasing: each node's share of instances, largest first, into the first GPU
 whose layout stays valid.
@@ -16,8 +19,7 @@ whose layout stays valid.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ortools.linear_solver import pywraplp  # type: ignore[import-untyped]
@@ -26,6 +28,7 @@ from ortools.sat.python import cp_model
 from gpustack.catalog import MigGeometry
 from gpustack.mig import check_layout, valid_layouts
 from gpustack.recommend.demand import WHOLE, PoolDemand
+from gpustack.recommend.packing import least_capacity, spread_capacity
 
 SECONDS_PER_SOLVE = 5.0  # CP-SAT's limit per node count; past it the answer says it is not proven
 SEED = 1
@@ -53,6 +56,7 @@ class Solution:
     stranded_slices: int  # memory slices per node that no instance holds
     proven_nodes: bool  # every smaller node count was proven infeasible (or is below the bound)
     proven_cut: bool  # CP-SAT proved the stranded memory and layout count optimal for this node count
+    tighter: bool = False  # a smaller count holds the pods only placed tighter than the scheduler's spread
 
 
 @dataclass(frozen=True)
@@ -84,41 +88,25 @@ def solve(demand: PoolDemand, limit: int | None = None) -> Search:
     return Search(bound, solution, baseline, len(columns))
 
 
-def share(demand: PoolDemand, nodes: int) -> dict[str, int]:
-    """Per node, what each unit needs for `nodes` nodes: instances (or whole GPUs)."""
+def share(demand: PoolDemand, nodes: int, *, lower: bool = False) -> dict[str, int]:
+    """Per node, what each unit needs for `nodes` nodes: instances (or whole GPUs).
+
+    The pods as the scheduler spreads them (`gpustack.recommend.packing.spread_capacity`), a placement it finds by
+    itself; `lower`: the least any placement needs, for bounds and proofs.
+    """
     result = {}
     for need in demand.needs:
-        units = max(_pack(need.pods, nodes), -(-need.quota // nodes), 1 if need.named or need.pods else 0)
+        pods = need.pods
+        packed = least_capacity(pods, nodes) if lower else spread_capacity(pods, nodes)
+        units = max(packed, -(-need.quota // nodes), 1 if need.named or need.pods else 0)
         per = 1 if need.unit == WHOLE else demand.shared_by
         result[need.unit] = -(-units // per)
     return result
 
 
-def _pack(pods: Sequence[int], nodes: int) -> int:
-    """The least per-node capacity that holds the pods on `nodes` nodes, each pod whole on one node.
-
-    Decreasing, each pod onto the node with most room: exact when sizes divide each other (1, 2, 4, 8 GPUs), the
-    usual case; otherwise it may ask one unit more than an exact packing would.
-    """
-    if not pods:
-        return 0
-    total = sum(pods)
-    capacity = max(pods[0], -(-total // nodes))
-    if pods[0] == pods[-1] == 1:
-        return capacity
-    while True:
-        room = [-capacity] * nodes
-        heapq.heapify(room)
-        fits = True
-        for size in pods:  # largest first (demand keeps them so)
-            most = -heapq.heappop(room)
-            if most < size:
-                fits = False
-                break
-            heapq.heappush(room, -(most - size))
-        if fits:
-            return capacity
-        capacity += 1
+def exact_share(demand: PoolDemand, nodes: int) -> bool:
+    """Whether the spread's need per node is also the least any placement needs (so infeasible means infeasible)."""
+    return share(demand, nodes) == share(demand, nodes, lower=True)
 
 
 def _columns(demand: PoolDemand) -> tuple[Column, ...]:
@@ -150,7 +138,7 @@ def _slices(geometry: MigGeometry, column: Column) -> int:
 def _bound(demand: PoolDemand, columns: tuple[Column, ...], most: int) -> Bound:
     geometry = demand.geometry
     g = demand.gpus_per_node
-    pool_wide = share(demand, 1)  # all of it on one "node": the pool's total need
+    pool_wide = share(demand, 1, lower=True)  # all of it on one "node": the pool's total need
     memory = compute = 0
     for unit, count in pool_wide.items():
         profile = geometry.profile(unit)
@@ -158,7 +146,7 @@ def _bound(demand: PoolDemand, columns: tuple[Column, ...], most: int) -> Bound:
         compute += count * (profile.compute if profile else geometry.compute_slices)
     relaxed = _relaxation(pool_wide, columns, None) or 0.0
     floor = max(1, -(-max(memory // geometry.memory_slices, int(relaxed)) // g))
-    nodes = _first(floor, max(most, floor), lambda n: _relaxation(share(demand, n), columns, g) is not None)
+    nodes = _first(floor, max(most, floor), lambda n: _relaxation(share(demand, n, lower=True), columns, g) is not None)
     return Bound(
         nodes=nodes if nodes is not None else max(most, floor) + 1,
         relaxed_gpus=round(relaxed, 3),
@@ -204,29 +192,29 @@ def _first(low: int, high: int, holds: Callable[[int], bool]) -> int | None:
 
 def _search(demand: PoolDemand, columns: tuple[Column, ...], start: int, most: int) -> Solution | None:
     """Upward from the bound; after a few misses, halving, so a loose bound costs log steps, not a scan."""
-    proven = True
+    below: list[bool | None] = []  # for each count passed, _too_small's answer
     n = start
-    misses = 0
     while n <= most:
         infeasible, cut, stranded, optimal = _node_cut(demand, columns, n)
         if cut is not None:
-            return Solution(n, cut, tuple(share(demand, n).items()), stranded, proven, optimal)
-        proven = proven and infeasible
-        misses += 1
-        if misses == 4 and n < most:
+            return _solution(demand, n, cut, stranded, optimal, below)
+        below.append(_too_small(demand, columns, n) if infeasible else None)
+        if len(below) == 4 and n < most:
             # Feasibility only grows with n: find the smallest feasible n left by bisection, then solve it.
-            return _bisect(demand, columns, n + 1, most, proven)
+            return _bisect(demand, columns, n + 1, most, below)
         n += 1
     return None
 
 
-def _bisect(demand: PoolDemand, columns: tuple[Column, ...], low: int, most: int, proven: bool) -> Solution | None:
-    undecided: list[int] = []  # counts a solve ran out of time on: below the answer, the answer is not proven
+def _bisect(
+    demand: PoolDemand, columns: tuple[Column, ...], low: int, most: int, below: list[bool | None]
+) -> Solution | None:
+    passed: dict[int, bool | None] = {}  # counts found too few, and whether that is proven (see _too_small)
 
     def fits(k: int) -> bool:
         infeasible, cut, _, _ = _node_cut(demand, columns, k, feasibility=True)
-        if cut is None and not infeasible:
-            undecided.append(k)
+        if cut is None:
+            passed[k] = _too_small(demand, columns, k) if infeasible else None
         return cut is not None
 
     found = _first(low, most, fits)
@@ -235,19 +223,36 @@ def _bisect(demand: PoolDemand, columns: tuple[Column, ...], low: int, most: int
     _, cut, stranded, optimal = _node_cut(demand, columns, found)
     if cut is None:
         return None
-    proven = proven and not any(k < found for k in undecided)
-    return Solution(found, cut, tuple(share(demand, found).items()), stranded, proven, optimal)
+    return _solution(demand, found, cut, stranded, optimal, [*below, *(v for k, v in passed.items() if k < found)])
+
+
+def _solution(
+    demand: PoolDemand, nodes: int, cut: Cut, stranded: int, optimal: bool, below: list[bool | None]
+) -> Solution:
+    """The answer at `nodes`; its count is proven where every smaller count passed was proven too small."""
+    proven = all(answer is True for answer in below)
+    tighter = any(answer is False for answer in below)
+    return Solution(nodes, cut, tuple(share(demand, nodes).items()), stranded, proven, optimal, tighter)
+
+
+def _too_small(demand: PoolDemand, columns: tuple[Column, ...], nodes: int) -> bool | None:
+    """For a count the spread does not fit: True where no placement fits it either (the least need is infeasible
+    too, or is the spread's), False where a tighter placement would, None where the solver ran out of time."""
+    if exact_share(demand, nodes):
+        return True
+    infeasible, cut, _, _ = _node_cut(demand, columns, nodes, feasibility=True, lower=True)
+    return True if infeasible else False if cut is not None else None
 
 
 def _node_cut(
-    demand: PoolDemand, columns: tuple[Column, ...], nodes: int, *, feasibility: bool = False
+    demand: PoolDemand, columns: tuple[Column, ...], nodes: int, *, feasibility: bool = False, lower: bool = False
 ) -> tuple[bool, Cut | None, int, bool]:
     """CP-SAT: one node's cut for `nodes` nodes, least stranded memory then fewest layouts.
 
     (proven infeasible, the cut or None, its stranded memory slices, whether the cut is proven optimal)
     """
     g = demand.gpus_per_node
-    needed = share(demand, nodes)
+    needed = share(demand, nodes, lower=lower)
     model = cp_model.CpModel()
     y = [model.new_int_var(0, g, f"y{i}") for i in range(len(columns))]
     used = [model.new_bool_var(f"used{i}") for i in range(len(columns))]

@@ -94,12 +94,19 @@ def _workloads_on_gpus(before: Snapshot, pool: NodePool, states: list[GpuState])
     ]
 
 
+def _never_advertised(pool: NodePool) -> bool:
+    """`sharing.strategy: auto` is left to `gpustack recommend`, and compile refuses it: such a pool never ran with
+    the menu validate resolves it against (every MIG profile beside whole GPUs), so nothing of it is renamed or
+    weakened on a cluster when recommend --write (or a hand) chooses the sharing."""
+    return pool.sharing.strategy is SharingStrategy.AUTO
+
+
 def resource_renamed(before: Snapshot, after: Snapshot) -> list[Risk]:
     """A sharing-mode change makes the pool advertise other resource names: running pods' requests are stranded."""
     risks = []
     for name in sorted(set(before.pools) & set(after.pools)):
         old_pool, new_pool = before.pools[name], after.pools[name]
-        if naming(old_pool) == naming(new_pool):
+        if naming(old_pool) == naming(new_pool) or _never_advertised(old_pool):
             continue
         old_names = [o.resource for o in before.offers(name)]
         new_names = {o.resource for o in after.offers(name)}
@@ -147,6 +154,8 @@ def isolation_weakened(before: Snapshot, after: Snapshot) -> list[Risk]:
     for name in sorted(set(before.pools) & set(after.pools)):
         old, new = _weakest(before, name), _weakest(after, name)
         if old is None or new is None or ISOLATION_RANK[new] >= ISOLATION_RANK[old]:
+            continue
+        if _never_advertised(before.pools[name]):
             continue
         tenants = sorted_names(after.context.tenants_by_pool.get(name, ()) if after.context is not None else ())
         risks.append(
