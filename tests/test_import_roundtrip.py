@@ -284,3 +284,68 @@ def test_a_clusters_own_mig_config_name_is_kept(tmp_path: Path) -> None:
     run = CliRunner().invoke(group, ["drift", str(blueprint), str(snapshot)])
     assert run.exit_code == 0, run.output
     assert "nvidia.com/mig.config" not in run.stdout
+
+
+def _unlimited_tenants() -> Any:
+    """The recommend example as written by `recommend --write`, its two tenants on their pool `unlimited`: labs's
+    namespace keeps a quota of 0 on the A100's MIG names, research's none at all (the A100 also advertises whole
+    GPUs, the name the H100 advertises, so nothing can be closed without closing its own pool)."""
+    text = (Path(__file__).parent / "golden" / "recommended" / "recommend.yaml").read_text()
+    text = text.replace("a100: {mig-3g.40gb: 2, mig-4g.40gb: 2, gpu: 3}", "a100: unlimited")
+    text = text.replace("h100: {gpu: 36}", "h100: unlimited")
+    check = validate_text(text, "recommend.yaml")
+    assert check.ok and check.blueprint is not None, [d.message for d in check.diagnostics]
+    return check.blueprint
+
+
+def _tenant(result: Any, name: str) -> dict[str, Any] | None:
+    return next((t for t in result.data["spec"]["tenants"] if t["name"] == name), None)
+
+
+def test_a_tenant_whose_every_pool_is_unlimited_is_imported_not_dropped() -> None:
+    """labs holds the H100s whole (its quota closes every other name): imported `unlimited` there, drift empty.
+    research has no GPU quota and no pod: nothing shows its pools, and the import says so instead of dropping it
+    without a word."""
+    original = _unlimited_tenants()
+    snapshot = parse_snapshot(snapshot_text(original, f"v{original.kubernetes_version}.0"), "cluster.yaml")
+    result = import_snapshot(snapshot, "unlimited")
+    labs = _tenant(result, "labs")
+    assert labs is not None and labs["pools"] == ["h100"] and labs["quota"] == {"h100": "unlimited"}
+    assert _tenant(result, "research") is None
+    assert [n for s, k, n in result.notes if k == "ignored"] == [
+        "namespace research: labelled gpustack.io/tenant but no GPU quota limits it and no GPU pod runs there, so "
+        "which pools its tenant holds cannot be told; add the tenant by hand"
+    ]
+    assert "# ignored: namespace research: labelled gpustack.io/tenant but no GPU quota" in result.text
+    check = validate_text(result.text, "imported.yaml")
+    assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
+    drift = compare(check.context, compile_blueprint(check.context), snapshot, "imported.yaml")
+    assert [d.message for d in drift.differences] == []
+
+
+def test_a_tenant_without_gpu_quota_takes_unlimited_the_pools_its_gpu_pods_run_on() -> None:
+    original = _unlimited_tenants()
+    data = snapshot_data(original, f"v{original.kubernetes_version}.0")
+    node = next(
+        item["metadata"]["name"]
+        for item in data["items"]
+        if item["kind"] == "Node" and item["metadata"]["labels"].get("gpustack.io/pool") == "a100"
+    )
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": "research"},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
+    data["items"].append(pod)
+    result = import_snapshot(parse_snapshot(dump_yaml(data), "cluster.yaml"), "unlimited")
+    research = _tenant(result, "research")
+    assert research is not None and research["quota"] == {"a100": "unlimited"}
+    assert (
+        "tenants",
+        "research",
+        "pools: a100 unlimited, since its GPU pods run there and no quota limits "
+        "nvidia.com/gpu, nvidia.com/mig-1g.10gb, nvidia.com/mig-1g.20gb, nvidia.com/mig-3g.40gb, "
+        "nvidia.com/mig-4g.40gb",
+    ) in result.notes
+    assert "namespace research" not in result.text

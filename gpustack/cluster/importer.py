@@ -41,7 +41,7 @@ from gpustack.cluster.sharing import (
     replication,
 )
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
-from gpustack.cluster.tenants import dns_label, infer_tenants
+from gpustack.cluster.tenants import dns_label, infer_tenants, unplaced_namespaces
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
@@ -53,6 +53,7 @@ from gpustack.names import (
     HAMI_DEVICE_PLUGIN_LABEL,
     MIG_CONFIG_LABEL,
     OPERATOR_DEVICE_PLUGIN_LABEL,
+    TENANT_LABEL,
 )
 from gpustack.quantity import parse_quantity
 from gpustack.schema import MAX_ENTRIES
@@ -383,6 +384,11 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     header += [f"# guessed: {note}" for note in configs.guesses]
     header += [f"# ignored: {note}" for note in configs.ignored]
     header += [f"# ignored: tenant {who}: does not validate; left out" for who, n in refused.items() if n >= 2]
+    header += [
+        f"# ignored: namespace {namespace}: labelled {TENANT_LABEL} but no GPU quota limits it and no GPU pod runs "
+        "there, so which pools its tenant holds cannot be told; add the tenant by hand"
+        for namespace in unplaced_namespaces(snapshot, spec.get("tenants", ()))
+    ]
     listed = [
         ("", kind, line.removeprefix(f"# {kind}: "))
         for line in header

@@ -20,7 +20,7 @@ limit. A namespace without a quota on a resource is unlimited in it and constrai
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpustack.cluster.queues import SnapshotQueue
@@ -108,6 +108,11 @@ def infer_tenants(
             resource = f"nvidia.com/{unit}"
             if resource in limits:
                 limits[resource] = max(limits[resource] - amount, 0)
+    # A tenant whose every pool is `unlimited` may have no ResourceQuota naming a GPU (nothing to close), yet its
+    # namespace carries gpustack's tenant label: it is a tenant too, whose pools its running pods show.
+    for name, namespace_labels in labels.items():
+        if TENANT_LABEL in namespace_labels and _is_tenant_namespace(name):
+            per_namespace.setdefault(name, {})
     grouped: dict[str, list[str]] = {}
     kai_parents = _kai_parents(snapshot)
     for namespace in sorted(per_namespace):
@@ -174,8 +179,6 @@ def infer_tenants(
             own = [pool for pool in quota if resource in advertised.get(pool, {})]
             if amount == 0 and len(own) == 1:
                 quota[own[0]].setdefault(resource.removeprefix("nvidia.com/"), 0)
-        if not quota:
-            continue
         priority = _priority(pods, namespaces)
         if priority is None:
             guesses.append("priority: no pod in its namespaces runs at one gpustack PriorityClass; normal")
@@ -187,7 +190,9 @@ def infer_tenants(
         tenants.append({**tenant, "quota": quota})
         limited[name] = set(hard)
     _whole_pools(tenants, limited, advertised, notes)
-    return tenants, notes
+    _unlimited_in_use(tenants, limited, advertised, others_use, notes)
+    kept = [tenant for tenant in tenants if tenant["pools"]]  # no GPU quota and no GPU pod: nothing says it is one
+    return kept, {tenant["name"]: notes.get(tenant["name"], []) for tenant in kept}
 
 
 def _whole_pools(
@@ -213,6 +218,41 @@ def _whole_pools(
                 unlimited = ", ".join(sorted(names))
                 notes.setdefault(tenant["name"], []).append(
                     f"pools: {pool} held whole, since its quotas limit every other pool's resources but not {unlimited}"
+                )
+
+
+def unplaced_namespaces(snapshot: ClusterSnapshot, tenants: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Namespaces labelled as a tenant's that no imported tenant holds: no GPU quota limits them and no GPU pod runs
+    there, so nothing the snapshot shows says which pools they hold (a tenant whose every pool is `unlimited`)."""
+    held = {namespace for tenant in tenants for namespace in tenant["namespaces"]}
+    return sorted(
+        ns.name
+        for ns in snapshot.namespaces
+        if TENANT_LABEL in dict(ns.labels) and _is_tenant_namespace(ns.name) and ns.name not in held
+    )
+
+
+def _unlimited_in_use(
+    tenants: list[dict[str, Any]],
+    limited: dict[str, set[str]],
+    advertised: dict[str, dict[str, int]],
+    in_use: dict[str, set[str]],
+    notes: dict[str, list[str]],
+) -> None:
+    """A tenant no quota gives a pool takes, `unlimited`, the pools its GPU pods run on where its quotas limit none of
+    the pool's names: what the cluster lets it use there, as `unlimited` compiles it (no quota line)."""
+    for tenant in tenants:
+        if tenant["pools"]:
+            continue
+        hard = limited[tenant["name"]]
+        for pool in sorted(in_use[tenant["name"]]):
+            names = advertised.get(pool, {})
+            if names and hard.isdisjoint(names):
+                tenant["pools"].append(pool)
+                tenant["quota"][pool] = UNLIMITED
+                notes.setdefault(tenant["name"], []).append(
+                    f"pools: {pool} unlimited, since its GPU pods run there and no quota limits "
+                    f"{', '.join(sorted(names))}"
                 )
 
 
