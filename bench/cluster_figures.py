@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cluster import NODES_PER_POOL, POOLS_PER_SCALE, cluster_snapshot
-from timing import Target, medians, parse_floor, run_command
+from timing import Target, by_scale, parse_floor, run_command
 
 
 def snapshot_floor(path: str) -> None:
@@ -39,14 +39,7 @@ CLUSTER_STAGES = ("import", "drift", "simulate --cluster")
 
 def measure_cluster(folder: Path, repeat: int) -> dict[int, dict[str, float]]:
     """The cluster stage's figures at 1x and 10x, interleaved as measure_shape's are."""
-    one, ten = cluster_actions(1, folder), cluster_actions(10, folder)
-    actions = {f"{scale} {stage}": action for stage in ten for scale, action in ((10, ten[stage]), (1, one[stage]))}
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
-    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
-    for name, seconds in times.items():
-        scale, stage = name.split(" ", 1)
-        rows[int(scale)][stage] = seconds
-    return rows
+    return by_scale(repeat, cluster_actions(1, folder), cluster_actions(10, folder))
 
 
 def cluster_limits(folder: Path) -> dict[str, tuple[float, int]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 from kubelimit import kube_limit, kube_nodes, kube_pods
-from timing import Target, collector_off, medians, parse_floor, run_command, simulate, valid
+from timing import Target, by_scale, collector_off, parse_floor, run_command, simulate, valid
 
 from gpustack.cli import main as cli_main
 from gpustack.cluster.snapshot import read_snapshot
@@ -104,12 +104,11 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
     JSON; simulate's work after reading (as the shapes' simulate figure); peaks; the JSON report's size over the
     text's."""
     one, ten = kube_limit_actions(1, folder), kube_limit_actions(10, folder)
-    actions = {f"{scale} {stage}": action for stage in STAGES for scale, action in ((10, ten[stage]), (1, one[stage]))}
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
+    rows = by_scale(repeat, {stage: one[stage] for stage in STAGES}, {stage: ten[stage] for stage in STAGES})
     peaks = {stage: peak(ten[stage]) for stage in ("simulate", "simulate json")}
     sizes = output_sizes(folder, 10)
     for scale in (1, 10):
-        t = {stage: times[f"{scale} {stage}"] for stage in STAGES}
+        t = rows[scale]
         _, snapshot, as_json = paths(folder, scale)
         print(
             f"kube-limit {scale:>4}x | {kube_pods(scale):,} pods on {kube_nodes(scale):,} nodes, {50 * scale} "
@@ -119,7 +118,7 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
             f"{'':>17}| whole, JSON snapshot ({as_json.stat().st_size / 2**20:.1f} MiB): {t['simulate json']:.3f} s, "
             f"floor {t['floor json']:.3f} s: {t['simulate json'] / t['floor json']:.2f}x"
         )
-    growth = {stage: times[f"10 {stage}"] / times[f"1 {stage}"] for stage in STAGES}
+    growth = {stage: rows[10][stage] / rows[1][stage] for stage in STAGES}
     print(
         "kube-limit growth 1x->10x (pods 10x): "
         + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items())
@@ -129,24 +128,24 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
     )
 
     def over(stage: str, floor: str) -> str:
-        return f"{times[f'10 {stage}'] / times[f'10 {floor}']:.2f}x its floor of {times[f'10 {floor}']:.3f} s"
+        return f"{rows[10][stage] / rows[10][floor]:.2f}x its floor of {rows[10][floor]:.3f} s"
 
     def grew(stage: str, floor: str) -> Target:
         return Target(f"kube-limit growth 1x->10x {stage}", 11, growth[stage], "x", f"{floor} {growth[floor]:.1f}x")
 
     return [
-        Target("kube-limit 10x simulate's work (s)", 3, times["10 work"], " s", over("work", "floor json")),
+        Target("kube-limit 10x simulate's work (s)", 3, rows[10]["work"], " s", over("work", "floor json")),
         Target(
             "kube-limit 10x simulate, whole, JSON snapshot (s)",
             3,
-            times["10 simulate json"],
+            rows[10]["simulate json"],
             " s",
             over("simulate json", "floor json"),
         ),
         Target(
             "kube-limit 10x simulate, whole, YAML snapshot (s)",
             3,
-            times["10 simulate"],
+            rows[10]["simulate"],
             " s",
             over("simulate", "floor"),
         ),

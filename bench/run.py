@@ -63,7 +63,7 @@ import yaml  # noqa: E402
 from cluster_figures import CLUSTER_STAGES, cluster_actions, report_cluster  # noqa: E402
 from fleet import few_pools, grown, many_pools  # noqa: E402
 from limit_figures import kube_limit_actions, report_kube_limit  # noqa: E402
-from timing import Target, collector_off, medians, parse_floor, print_targets, simulate, valid  # noqa: E402
+from timing import Target, by_scale, collector_off, medians, parse_floor, print_targets, simulate, valid  # noqa: E402
 
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
 from gpustack.capacity import format_text as capacity_text  # noqa: E402
@@ -177,18 +177,8 @@ def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> d
 def measure_shape(shape: str, folder: Path, repeat: int) -> dict[int, dict[str, float]]:
     """Every figure of the shape at 1x and 10x, each 10x run followed by ten runs of the same stage at 1x: a growth
     figure divides two medians taken side by side, and each rests on about as many seconds of work."""
-    actions: dict[str, Callable[[], object]] = {}
     one = shape_actions(shape, 1, folder, with_reviews=False)
-    for stage, action in shape_actions(shape, 10, folder, with_reviews=True).items():
-        actions[f"10 {stage}"] = action
-        if stage in one:
-            actions[f"1 {stage}"] = one[stage]
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
-    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
-    for name, seconds in times.items():
-        scale, stage = name.split(" ", 1)
-        rows[int(scale)][stage] = seconds
-    return rows
+    return by_scale(repeat, one, shape_actions(shape, 10, folder, with_reviews=True))
 
 
 def help_ratio(repeat: int) -> tuple[float, float]:

@@ -75,6 +75,22 @@ def medians(
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def by_scale(
+    repeat: int, one: dict[str, Callable[[], object]], ten: dict[str, Callable[[], object]]
+) -> dict[int, dict[str, float]]:
+    """Each stage at 10x and at 1x (ten times as many runs at 1x), interleaved: scale -> stage -> median CPU s.
+    A stage `one` lacks is measured at 10x only."""
+    actions = {f"10 {stage}": action for stage, action in ten.items()}
+    actions |= {f"1 {stage}": action for stage, action in one.items() if stage in ten}
+    actions = dict(sorted(actions.items(), key=lambda item: list(ten).index(item[0].split(" ", 1)[1])))
+    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
+    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
+    for name, seconds in times.items():
+        scale, stage = name.split(" ", 1)
+        rows[int(scale)][stage] = seconds
+    return rows
+
+
 def run_command(*argv: str, exits: tuple[int, ...] = (0,)) -> None:
     """One gpustack command run whole in this process (read, work, report), its output to /dev/null. drift exits 1
     when it finds drift, simulate when a pod stays pending: the stage says which exits are its work done."""
