@@ -164,7 +164,7 @@ def test_a_quota_naming_a_mig_profile_rules_out_whole_gpus_and_time_slicing(tmp_
     found = candidates(pool)
     assert pool["sharing"] == "mig" and pool["gpus"] == 2
     for sharing, words in (("none", "whole GPUs"), ("time-slicing", "time-slicing")):
-        assert found[sharing]["reason"] == f"tenant 'ml''s quota names mig-1g.20gb, which {words} do not advertise"
+        assert found[sharing]["reason"] == f"the quota of tenant 'ml' names mig-1g.20gb, which {words} do not advertise"
     written(tmp_path, blueprint(CHAT, quota=quota))
 
 
@@ -172,8 +172,8 @@ def test_a_quota_naming_only_gpu_rules_out_mig_and_counts_replicas_under_time_sl
     quota = "      quota: {pool: {gpu: 6}}\n"
     pool = solved(tmp_path, blueprint(CHAT, quota=quota))
     assert candidates(pool)["mig"]["reason"] == (
-        "tenant 'ml''s quota on the pool does not name mig-1g.20gb, which workload 'chat' asks under MIG: it would "
-        "admit none of its pods"
+        "the quota of tenant 'ml' on the pool does not name mig-1g.20gb, which workload 'chat' asks under MIG: it "
+        "would admit none of its pods"
     )
     assert pool["sharing"] == "time-slicing" and pool["gpus"] == 1
     # The same quota admits the same six pods: six GPUs under whole GPUs, six replicas of one GPU here.

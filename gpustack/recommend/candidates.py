@@ -251,14 +251,14 @@ def _quota_refusal(facts: Pool, advertised: set[str] | None, asks: Mapping[str, 
         amounts = tenant.quota_for(name)
         for short in amounts:
             if advertised is not None and full_resource_name(short) not in advertised:
-                return f"tenant '{tenant.name}''s quota names {short}, which {choice.words} do not advertise"
+                return f"the quota of tenant '{tenant.name}' names {short}, which {choice.words} do not advertise"
         for workload in facts.workloads:
             resource = asks.get(workload.name)
             if workload.tenant != tenant.name or resource is None or _opened(facts, tenant, resource):
                 continue
             short = resource.removeprefix("nvidia.com/")
             return (
-                f"tenant '{tenant.name}''s quota on the pool does not name {short}, which workload "
+                f"the quota of tenant '{tenant.name}' on the pool does not name {short}, which workload "
                 f"'{workload.name}' asks under {choice.words}: it would admit none of its pods"
             )
     return None
