@@ -313,10 +313,10 @@ def test_a_tenant_whose_every_pool_is_unlimited_is_imported_not_dropped() -> Non
     assert labs is not None and labs["pools"] == ["h100"] and labs["quota"] == {"h100": "unlimited"}
     assert _tenant(result, "research") is None
     assert [n for s, k, n in result.notes if k == "ignored"] == [
-        "namespace research: labelled gpustack.io/tenant but no GPU quota limits it and no GPU pod runs there, so "
-        "which pools its tenant holds cannot be told; add the tenant by hand"
+        "namespace research: a tenant's (a GPU quota or the gpustack.io/tenant label), but no quota grants it a GPU "
+        "and no GPU pod runs there, so which pools it holds cannot be told; add the tenant by hand"
     ]
-    assert "# ignored: namespace research: labelled gpustack.io/tenant but no GPU quota" in result.text
+    assert "# ignored: namespace research: a tenant's (a GPU quota or the gpustack.io/tenant label)" in result.text
     check = validate_text(result.text, "imported.yaml")
     assert check.ok and check.context is not None, [d.message for d in check.diagnostics]
     drift = compare(check.context, compile_blueprint(check.context), snapshot, "imported.yaml")

@@ -41,7 +41,7 @@ from gpustack.cluster.sharing import (
     replication,
 )
 from gpustack.cluster.snapshot import ClusterSnapshot, SnapshotNode
-from gpustack.cluster.tenants import dns_label, infer_tenants, unplaced_namespaces
+from gpustack.cluster.tenants import dns_label, infer_tenants
 from gpustack.codes import OUT_OF_RANGE, SNAPSHOT_MIG_UNREADABLE, SNAPSHOT_NO_PRODUCT_LABEL, SNAPSHOT_UNKNOWN_PRODUCT
 from gpustack.collector import paused
 from gpustack.diagnostic import Diagnostic, Severity
@@ -349,7 +349,9 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     known = list(pools)
     left_out: list[_Pool] = []  # the last resort, written commented out after the blueprint
     refused: dict[str, int] = {}  # tenant -> 1: written without its scheduler, 2: left out
-    data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused, configs)
+    data, tenant_notes, unplaced, stack_guess, version_guess = _assemble(
+        snapshot, name, known, catalog, refused, configs
+    )
     for _ in range(3):  # a pool that does not validate loses its sharing, then its gpu, then its place
         failing, tenants = _failing(data)
         if not failing and not tenants:
@@ -368,7 +370,9 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
             else:
                 known.remove(pool)
                 left_out.append(pool)
-        data, tenant_notes, stack_guess, version_guess = _assemble(snapshot, name, known, catalog, refused, configs)
+        data, tenant_notes, unplaced, stack_guess, version_guess = _assemble(
+            snapshot, name, known, catalog, refused, configs
+        )
     spec = data["spec"]
     notes = {("nodePools", p.name): p.guesses for p in known}
     notes.update({("tenants", t): g for t, g in tenant_notes.items()})
@@ -385,9 +389,9 @@ def import_snapshot(snapshot: ClusterSnapshot, name: str, catalog: Catalog | Non
     header += [f"# ignored: {note}" for note in configs.ignored]
     header += [f"# ignored: tenant {who}: does not validate; left out" for who, n in refused.items() if n >= 2]
     header += [
-        f"# ignored: namespace {namespace}: labelled {TENANT_LABEL} but no GPU quota limits it and no GPU pod runs "
-        "there, so which pools its tenant holds cannot be told; add the tenant by hand"
-        for namespace in unplaced_namespaces(snapshot, spec.get("tenants", ()))
+        f"# ignored: namespace {namespace}: a tenant's (a GPU quota or the {TENANT_LABEL} label), but no quota "
+        "grants it a GPU and no GPU pod runs there, so which pools it holds cannot be told; add the tenant by hand"
+        for namespace in unplaced
     ]
     listed = [
         ("", kind, line.removeprefix(f"# {kind}: "))
@@ -425,11 +429,14 @@ def _assemble(
     catalog: Catalog,
     refused: Mapping[str, int],
     configs: Configs,
-) -> tuple[dict[str, Any], dict[str, list[str]], str | None, str | None]:
-    """The blueprint of these pools, their tenants' guesses, and the stack and version guesses; a tenant the
-    validator refused once is written without its scheduler, twice not at all (a header note says so)."""
+) -> tuple[dict[str, Any], dict[str, list[str]], list[str], str | None, str | None]:
+    """The blueprint of these pools, their tenants' guesses, the tenant namespaces nothing places in a pool, and the
+    stack and version guesses; a tenant the validator refused once is written without its scheduler, twice not at
+    all (a header note says so)."""
     advertised = {p.name: p.advertised() for p in known if not p.unknown}
-    tenants, tenant_notes = infer_tenants(snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known})
+    tenants, tenant_notes, unplaced = infer_tenants(
+        snapshot, advertised, {p.name: {n.name for n in p.nodes} for p in known}
+    )
     for tenant in tenants:
         if refused.get(tenant["name"]) == 1 and tenant.pop("scheduler", None) is not None:
             tenant.pop("volcano", None)  # its settings go with it (the schema allows them with volcano only)
@@ -459,7 +466,7 @@ def _assemble(
         "metadata": {"name": dns_label(name, "imported"), "description": f"Imported from {snapshot.file}."},
         "spec": spec,
     }
-    return data, tenant_notes, stack_guess, version_guess
+    return data, tenant_notes, unplaced, stack_guess, version_guess
 
 
 def _pool_diagnostics(pool: _Pool, snapshot: ClusterSnapshot, catalog: Catalog) -> list[Diagnostic]:

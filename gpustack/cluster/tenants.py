@@ -20,7 +20,7 @@ limit. A namespace without a quota on a resource is unlimited in it and constrai
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from gpustack.cluster.queues import SnapshotQueue
@@ -84,7 +84,7 @@ def _namespace_quotas(snapshot: ClusterSnapshot) -> dict[str, dict[str, _Found]]
 
 def infer_tenants(
     snapshot: ClusterSnapshot, advertised: dict[str, dict[str, int]], pool_nodes: dict[str, set[str]]
-) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+) -> tuple[list[dict[str, Any]], dict[str, list[str]], list[str]]:
     """Tenants from namespaces with GPU quotas, grouped by the parent of their KAI leaf Queue where one is named
     `<parent>.<namespace>`, else by their gpustack.io/tenant label where they carry one. A tenant's scheduler is
     what the cluster shows: Kueue LocalQueues in its namespaces, KAI leaf Queues under its name, a Volcano Queue of
@@ -191,8 +191,10 @@ def infer_tenants(
         limited[name] = set(hard)
     _whole_pools(tenants, limited, advertised, notes)
     _unlimited_in_use(tenants, limited, advertised, others_use, notes)
-    kept = [tenant for tenant in tenants if tenant["pools"]]  # no GPU quota and no GPU pod: nothing says it is one
-    return kept, {tenant["name"]: notes.get(tenant["name"], []) for tenant in kept}
+    kept = [tenant for tenant in tenants if tenant["pools"]]
+    # No GPU quota limits these and no GPU pod runs there: nothing the snapshot shows says which pools they hold.
+    unplaced = sorted(namespace for tenant in tenants if not tenant["pools"] for namespace in tenant["namespaces"])
+    return kept, {tenant["name"]: notes.get(tenant["name"], []) for tenant in kept}, unplaced
 
 
 def _whole_pools(
@@ -219,17 +221,6 @@ def _whole_pools(
                 notes.setdefault(tenant["name"], []).append(
                     f"pools: {pool} held whole, since its quotas limit every other pool's resources but not {unlimited}"
                 )
-
-
-def unplaced_namespaces(snapshot: ClusterSnapshot, tenants: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Namespaces labelled as a tenant's that no imported tenant holds: no GPU quota limits them and no GPU pod runs
-    there, so nothing the snapshot shows says which pools they hold (a tenant whose every pool is `unlimited`)."""
-    held = {namespace for tenant in tenants for namespace in tenant["namespaces"]}
-    return sorted(
-        ns.name
-        for ns in snapshot.namespaces
-        if TENANT_LABEL in dict(ns.labels) and _is_tenant_namespace(ns.name) and ns.name not in held
-    )
 
 
 def _unlimited_in_use(
