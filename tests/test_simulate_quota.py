@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gpustack.model import WorkloadKind
 from gpustack.simulate.demand import Pod, Source
 from gpustack.simulate.pods import PodShape
@@ -99,3 +102,33 @@ def test_failed_create_is_worded_by_the_pods_creator() -> None:
     assert failed_create(statefulset, refusal) == f"create Pod p-0 in StatefulSet p failed error: {refusal}"
     volcano = replace(raw, source=Source(Stub(WorkloadKind.VOLCANO_JOB)))  # type: ignore[arg-type]
     assert failed_create(volcano, refusal) == refusal
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["requests.nvidia.com/gpu", "requests.cpu", "pods", "limits.memory"]),
+        st.integers(0, 40),
+        min_size=1,
+    ),
+    st.lists(st.integers(0, 6), min_size=0, max_size=3),
+    st.integers(1, 4),
+    st.integers(0, 30),
+)
+def test_pods_alike_are_admitted_at_once_as_one_after_another(
+    hard: dict[str, int], earlier: list[int], gpus: int, count: int
+) -> None:
+    """simulate admits a workload's replicas at once (`admit_alike`): the same pods admitted, the same use counted,
+    as admitting them one by one, whatever the quota already holds."""
+    quotas = quotas_from([quota({key: str(limit) for key, limit in hard.items()})])
+    alike, one_by_one = QuotaLedger(quotas), QuotaLedger(quotas)
+    for index, amount in enumerate(earlier):  # what other workloads hold already
+        for ledger in (alike, one_by_one):
+            ledger.admit(pod(f"before-{index}", {"nvidia.com/gpu": amount, "cpu": 500}))
+    shape = pod("p", {"nvidia.com/gpu": gpus, "cpu": 1000}).shape
+    replicas = [Pod(f"p-{index}", "ml", shape, 0, False, Source(None)) for index in range(count)]
+    admitted = alike.admit_alike(replicas[0], count) if replicas else 0
+    expected = sum(1 for replica in replicas if one_by_one.admit(replica) is None)
+    assert admitted == expected
+    assert alike.used == one_by_one.used
+    assert all(one_by_one.admit(replica) is not None for replica in replicas[admitted:])

@@ -112,9 +112,13 @@ class Cluster:
                 break
             heapq.heappop(heap)
             used, node = self.used[node_index], self.nodes[node_index]
-            for requested, value in amounts:
-                resource = node.serving(requested) if node.served else requested
-                used[resource] = used.get(resource, 0) + value
+            if node.served:  # a DRA-backed extended resource takes its class's devices
+                for requested, value in amounts:
+                    resource = node.serving(requested)
+                    used[resource] = used.get(resource, 0) + value
+            else:
+                for resource, value in amounts:
+                    used[resource] = used.get(resource, 0) + value
             if after is None:
                 after = tuple([used.get(r, 0) for r in self.classes[class_index].resources])
             current[node_index] = after  # now, so a second entry of this node in the heap reads as moved

@@ -120,6 +120,22 @@ class QuotaLedger:
                 used[key] = used.get(key, 0) + wanted
         return None
 
+    def admit_alike(self, pod: Pod, count: int) -> int:
+        """How many of `count` pods alike (`pod`'s namespace and shape) the quotas admit one after another, counted:
+        the first ones, each admitted as `admit` would, until one would go over. A refused pod counts for nothing,
+        so every pod after it is refused too (`admit` says why, pod by pod)."""
+        admitted = count
+        for quota, counted in self._applicable(pod):
+            used = self.used.get((quota.namespace, quota.name), {})
+            for key, limit, wanted in counted:
+                admitted = min(admitted, max(0, (limit - used.get(key, 0)) // wanted))
+        if admitted:
+            for quota, counted in self._applicable(pod):
+                used = self.used.setdefault((quota.namespace, quota.name), {})
+                for key, _, wanted in counted:
+                    used[key] = used.get(key, 0) + wanted * admitted
+        return admitted
+
     def charge(self, pod: Pod) -> None:
         """Count a pod that already exists (a cluster snapshot's): the API server admitted it long ago."""
         usage = self._usage(pod)

@@ -154,20 +154,29 @@ class _Scheduling:
         """Create every pod, in order: LimitRanger, then ResourceQuota; the pods the API server accepts."""
         admitted: list[Pod] = []
         limits: dict[tuple[str, int], str | None] = {}  # (namespace, id(shape)) -> Gates.limit_violations: per workload
-        for pod in pods:
+        start = 0
+        while start < len(pods):
+            pod = pods[start]
+            end = start + 1  # a stretch of pods alike (a workload's replicas): the ledger admits them at once
+            while end < len(pods) and pods[end].shape is pod.shape and pods[end].namespace == pod.namespace:
+                end += 1
             key = (pod.namespace, id(pod.shape))  # every pod is held by the demand, so no shape's id is reused
             if self.gates is not None and key not in limits:
                 limits[key] = self.gates.limit_violations(pod.namespace, pod.shape)
             violations = limits.get(key)
             if violations is not None:  # LimitRanger runs before ResourceQuota: the pod never counts
-                refusal = failed_create(pod, forbidden(pod, violations))
-                self.pending.append(Pending(pod, FAILED_CREATE, refusal))
-                continue
-            refused = self.ledger.admit(pod)
-            if refused is None:
-                admitted.append(pod)
+                for refused_pod in pods[start:end]:
+                    refusal = failed_create(refused_pod, forbidden(refused_pod, violations))
+                    self.pending.append(Pending(refused_pod, FAILED_CREATE, refusal))
             else:
-                self.pending.append(Pending(pod, FAILED_CREATE, failed_create(pod, refused.message), quota=refused))
+                taken = start + self.ledger.admit_alike(pod, end - start)
+                admitted += pods[start:taken]
+                for refused_pod in pods[taken:end]:
+                    refused = self.ledger.admit(refused_pod)
+                    assert refused is not None  # a pod alike was refused, and refusals count for nothing
+                    message = failed_create(refused_pod, refused.message)
+                    self.pending.append(Pending(refused_pod, FAILED_CREATE, message, quota=refused))
+            start = end
         return admitted
 
     def bind_by_name(self, pod: Pod) -> None:
