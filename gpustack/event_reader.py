@@ -2,7 +2,8 @@
 
 The YAML is hardened (research: validation-and-yaml.md §4): no merge keys, no custom tags, no duplicate or
 non-string keys, a depth limit, and anchors and aliases only within a budget. Plain scalars are typed the YAML 1.2
-core-schema way, so `yes`, `on`, `NO`, `010`, `22:22` and `2024-01-01` stay the strings the user wrote.
+core-schema way (`gpustack.core_schema`), so `yes`, `on`, `NO`, `010`, `22:22` and `2024-01-01` stay the strings the
+user wrote.
 
 Aliases are everyday YAML (Compose files, CI files, Helm values), and the threat is their expansion, not the
 feature, so the budget is go-yaml v3's (decode.go, `allowedAliasRatio`, the rule the Kubernetes API server's YAML
@@ -20,14 +21,13 @@ an alias of the whole mapping, or the keys written out, says the same thing plai
 records where every key and value starts and ends (`gpustack.positions`). No node graph is composed:
 an alias's value is a copy of its anchor's, located where the alias is used (`alias_marks` keeps where its
 anchor is written, for a note), and a 5 MB file loads several times faster than with PyYAML's composer.
-`gpustack.load` is the door: it reads the text, checks its encoding and size, and runs this reader.
+`gpustack.load` is the door: it reads the text, checks its encoding and size, and runs this reader (or, where the
+positions may be found later, `gpustack.plain_reader`'s quick path first).
 """
 
 from __future__ import annotations
 
 import enum
-import math
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -53,131 +53,29 @@ from gpustack.codes import (
     TOO_DEEP,
     YAML_SYNTAX,
 )
+from gpustack.core_schema import (
+    BOOL_TAG,
+    CORE_PATTERN_BY_TAG,
+    FLOAT_TAG,
+    GROUP_TAGS,
+    INT_TAG,
+    MAP_TAG,
+    NON_SPECIFIC_TAG,
+    NULL_TAG,
+    NUMBER_FIRST,
+    SCALAR_CONVERTERS,
+    SEQ_TAG,
+    STANDARD_TAG_PREFIX,
+    STR_TAG,
+    TYPED_PLAIN,
+    WORD_TAGS,
+    resolve_plain_scalar,
+)
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Position, Severity, Span
 from gpustack.positions import Mark, pack, pack_to_end_of, start_of
 
 MAX_DEPTH: Final = 64  # nesting depth of collections; the root collection is level 1
 MAX_DIAGNOSTICS: Final = 50  # a file that is wrong everywhere should not bury the first problems
-
-STR_TAG: Final = "tag:yaml.org,2002:str"
-NULL_TAG: Final = "tag:yaml.org,2002:null"
-BOOL_TAG: Final = "tag:yaml.org,2002:bool"
-INT_TAG: Final = "tag:yaml.org,2002:int"
-FLOAT_TAG: Final = "tag:yaml.org,2002:float"
-MAP_TAG: Final = "tag:yaml.org,2002:map"
-SEQ_TAG: Final = "tag:yaml.org,2002:seq"
-_NON_SPECIFIC_TAG: Final = "!"
-_STANDARD_TAG_PREFIX: Final = "tag:yaml.org,2002:"
-
-# YAML 1.2 core schema, as the research loader verified it. Integers take no leading
-# zeros, so `010` stays a string instead of silently becoming 8 or 10.
-_CORE_SCHEMA: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
-    (NULL_TAG, re.compile(r"~|null|Null|NULL|"), "~nN"),
-    (BOOL_TAG, re.compile(r"true|True|TRUE|false|False|FALSE"), "tTfF"),
-    (INT_TAG, re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+"), "-+0123456789"),
-    (
-        FLOAT_TAG,
-        re.compile(
-            r"[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
-        ),
-        "-+.0123456789",
-    ),
-)
-_CORE_PATTERN_BY_TAG: Final = {tag: pattern for tag, pattern, _ in _CORE_SCHEMA}
-
-
-# The core schema as one pattern, a named group per tag: one match, in C, tells a plain string from the rest (the
-# first alternative to match the whole text wins, as in _CORE_SCHEMA's order).
-_GROUP_TAGS: Final = {tag.rpartition(":")[2]: tag for tag, _, _ in _CORE_SCHEMA}
-_TYPED_PLAIN: Final = re.compile(
-    "|".join(f"(?P<{tag.rpartition(':')[2]}>{pattern.pattern})" for tag, pattern, _ in _CORE_SCHEMA)
-).fullmatch
-
-
-# The core schema's words (`null`, `~`, the empty null, `true`, `False`, ...: its null and bool patterns are lists of
-# literals) and the first characters of its numbers: a plain scalar that is no word and starts with no such
-# character is a string without running the pattern, as PyYAML's resolvers skip by first character. Most of a
-# blueprint's plain scalars are (`name`, `pool-0001`, `nvidia.com/gpu`).
-_WORD_TAGS: Final = {
-    word: tag for tag, pattern, _ in _CORE_SCHEMA if tag in (NULL_TAG, BOOL_TAG) for word in pattern.pattern.split("|")
-}
-_NUMBER_FIRST: Final = frozenset("".join(first for tag, _, first in _CORE_SCHEMA if tag in (INT_TAG, FLOAT_TAG)))
-
-
-def resolve_plain_scalar(text: str) -> str:
-    """The tag a plain (unquoted, untagged) scalar gets under the YAML 1.2 core schema."""
-    tag = _WORD_TAGS.get(text)
-    if tag is not None:
-        return tag
-    if text[:1] not in _NUMBER_FIRST:
-        return STR_TAG
-    match = _TYPED_PLAIN(text)
-    return STR_TAG if match is None else _GROUP_TAGS[match.lastgroup or ""]
-
-
-def _install_core_schema(loader_class: type[yaml.SafeLoader]) -> None:
-    # PyYAML's resolvers use .match(), so each pattern is anchored at the end here.
-    loader_class.yaml_implicit_resolvers = {}
-    for tag, pattern, first_chars in _CORE_SCHEMA:
-        first = [*first_chars, ""] if tag == NULL_TAG else list(first_chars)
-        loader_class.add_implicit_resolver(tag, re.compile(rf"(?:{pattern.pattern})\Z"), first)
-
-
-class PureBlueprintLoader(yaml.SafeLoader):
-    """The pure-Python parser, with YAML 1.2 core-schema resolvers."""
-
-
-# CSafeLoader exists only when PyYAML was built with libyaml.
-_FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", PureBlueprintLoader)
-
-
-# A base class chosen at import time is no static type: mypy cannot follow it.
-class BlueprintLoader(_FastSafeLoader):  # type: ignore[valid-type,misc]
-    """The libyaml parser where available, with YAML 1.2 core-schema resolvers.
-
-    gpustack only pulls parse events from it (see `Builder`); its resolvers are set too
-    so that anyone composing with it gets the same typing.
-    """
-
-
-_install_core_schema(PureBlueprintLoader)
-_install_core_schema(BlueprintLoader)
-
-
-def _to_null(_text: str) -> None:
-    return None
-
-
-def _to_bool(text: str) -> bool:
-    return text.lower() == "true"
-
-
-def _to_int(text: str) -> int:
-    # int() refuses more than 4300 decimal digits with ValueError; the caller reports it.
-    if text.startswith("0o"):
-        return int(text[2:], 8)
-    if text.startswith("0x"):
-        return int(text[2:], 16)
-    return int(text)
-
-
-def _to_float(text: str) -> float:
-    lowered = text.lower()
-    if lowered.endswith(".inf"):
-        return -math.inf if text.startswith("-") else math.inf
-    if lowered == ".nan":
-        return math.nan
-    return float(text)
-
-
-_SCALAR_CONVERTERS: Final[dict[str, Callable[[str], Any]]] = {
-    STR_TAG: str,
-    NULL_TAG: _to_null,
-    BOOL_TAG: _to_bool,
-    INT_TAG: _to_int,
-    FLOAT_TAG: _to_float,
-}
 
 
 def too_deep(file: str, position: Position, path: JsonPath) -> Diagnostic:
@@ -206,7 +104,7 @@ def located_error(
 
 
 def _tag_name(tag: str) -> str:
-    return "!!" + tag.removeprefix(_STANDARD_TAG_PREFIX) if tag.startswith(_STANDARD_TAG_PREFIX) else tag
+    return "!!" + tag.removeprefix(STANDARD_TAG_PREFIX) if tag.startswith(STANDARD_TAG_PREFIX) else tag
 
 
 class _Pending(enum.Enum):
@@ -366,13 +264,13 @@ class Builder:
                 span = pack(event.start_mark, event.end_mark)
                 value = text
                 if event.implicit[0]:  # a plain scalar: resolve_plain_scalar, in line
-                    tag = _WORD_TAGS.get(text)
-                    if tag is None and text[:1] in _NUMBER_FIRST:
-                        typed = _TYPED_PLAIN(text)
-                        tag = None if typed is None else _GROUP_TAGS[typed.lastgroup or ""]
+                    tag = WORD_TAGS.get(text)
+                    if tag is None and text[:1] in NUMBER_FIRST:
+                        typed = TYPED_PLAIN(text)
+                        tag = None if typed is None else GROUP_TAGS[typed.lastgroup or ""]
                     if tag is not None:  # a number, bool or null
                         try:
-                            value = _SCALAR_CONVERTERS[tag](text)
+                            value = SCALAR_CONVERTERS[tag](text)
                         except ValueError:  # too many digits: `_scalar_value` says so where the scalar stands
                             value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
                 path = parent.path
@@ -476,7 +374,7 @@ class Builder:
             self._fail_with(too_deep(self._file, mark_position(start), path or ()))
         is_mapping = type(event) is MappingStartEvent
         tag = event.tag
-        if tag is not None and tag != _NON_SPECIFIC_TAG and tag != (MAP_TAG if is_mapping else SEQ_TAG):
+        if tag is not None and tag != NON_SPECIFIC_TAG and tag != (MAP_TAG if is_mapping else SEQ_TAG):
             kind = "mapping" if is_mapping else "sequence"
             standard = tag in _STANDARD_TAGS
             self._report_tag(
@@ -560,7 +458,7 @@ class Builder:
         if tag == STR_TAG:
             return text
         try:
-            return _SCALAR_CONVERTERS[tag](text)
+            return SCALAR_CONVERTERS[tag](text)
         except ValueError:  # an integer beyond Python's 4300-digit conversion limit
             message = f"the number starting {text[:20]!r} has too many digits to read"
             self._report(YAML_SYNTAX, message, "quote it if it is meant as text", start, path or ())
@@ -571,13 +469,13 @@ class Builder:
         tag = event.tag
         if tag is None:
             return resolve_plain_scalar(event.value) if event.implicit[0] else STR_TAG
-        if tag == _NON_SPECIFIC_TAG:
+        if tag == NON_SPECIFIC_TAG:
             return STR_TAG  # `! text` is YAML's way to say "just a string"
-        if tag not in _SCALAR_CONVERTERS:
+        if tag not in SCALAR_CONVERTERS:
             message = f"the tag {_tag_name(tag)} cannot be used on a scalar" if tag in _STANDARD_TAGS else None
             self._report_tag(message or _custom_tag_message(tag), start, path)
             return None
-        pattern = _CORE_PATTERN_BY_TAG.get(tag)
+        pattern = CORE_PATTERN_BY_TAG.get(tag)
         if pattern is not None and not pattern.fullmatch(event.value):
             message = f"{event.value!r} is not a valid {_tag_name(tag)} value"
             hint = "remove the tag, or write the value the way YAML 1.2 spells it"

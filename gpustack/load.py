@@ -26,19 +26,10 @@ import yaml
 
 from gpustack.codes import FILE_TOO_LARGE, FILE_UNREADABLE, NOT_UTF8, YAML_SYNTAX
 from gpustack.collector import paused
+from gpustack.core_schema import STR_TAG, BlueprintLoader, PureBlueprintLoader, resolve_plain_scalar
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Position, Span
-from gpustack.event_reader import (
-    MAX_DEPTH,
-    MAX_DIAGNOSTICS,
-    STR_TAG,
-    BlueprintLoader,
-    Builder,
-    PureBlueprintLoader,
-    located_error,
-    mark_position,
-    resolve_plain_scalar,
-    too_deep,
-)
+from gpustack.event_reader import MAX_DEPTH, MAX_DIAGNOSTICS, Builder, located_error, mark_position, too_deep
+from gpustack.plain_reader import plain_data
 from gpustack.positions import PackedMarks, PackedPositions, end_positions
 
 # What other modules and the tests read here: the reader's limits and typing, and the parser classes (the tests
@@ -143,9 +134,20 @@ class Document:
         return starts, ends
 
 
-def parse_document(text: str | bytes, file: str) -> Document:
-    """Load one blueprint from memory. Raises DiagnosticError, and nothing else, on bad input."""
+def parse_document(text: str | bytes, file: str, *, positions_later: bool = False) -> Document:
+    """Load one blueprint from memory. Raises DiagnosticError, and nothing else, on bad input.
+
+    positions_later=True reads the data by `plain_reader`'s quick path where it can, and finds the positions again
+    from the text the first time a span is asked for (`Document.text_only`'s way): for a large document that seldom
+    gets a diagnostic (a cluster snapshot), not for a blueprint, whose warnings would pay for a second read.
+    Either way the data, the diagnostics and their places are the same.
+    """
     decoded = _decode(text, file)
+    if positions_later:
+        with paused(acyclic=True):  # plain data: no cycles, so none to look for
+            data = plain_data(decoded, BlueprintLoader)
+        if data is not None:
+            return dataclasses.replace(Document(file, decoded, None, {}, {}).text_only(), data=data)
     data, value_positions, key_positions, alias_origins = _load_yaml(decoded, file)
     return Document(file, decoded, data, value_positions, key_positions, alias_origins)
 

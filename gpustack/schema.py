@@ -20,10 +20,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
-
-from jsonschema import ValidationError
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from gpustack import schema_words as words
 from gpustack.codes import (
@@ -38,15 +35,14 @@ from gpustack.codes import (
 )
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, sort_diagnostics
 from gpustack.load import Document
-from gpustack.schema_fast import (
-    Overflow,
-    compiled_pattern,
-    forget_valid,
-    load_schema,
-    shape_validator,
-    within_bounds,
-)
+from gpustack.schema_file import compiled_pattern, load_schema
 from gpustack.schema_predicate import surely_valid
+
+if TYPE_CHECKING:  # jsonschema is imported only when the compiled schema cannot vouch for the data (check_shape)
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
+    from gpustack.schema_fast import Overflow
 
 __all__ = ["MAX_ENTRIES", "SHAPE_CODES", "check_shape", "load_schema"]
 
@@ -101,6 +97,8 @@ def check_shape(doc: Document, validator: Validator | None = None) -> list[Diagn
     `validator`: another schema's (a fleet file's), worded the same way; the blueprint's by default."""
     if validator is None and surely_valid(doc.data, MAX_ENTRIES):
         return []  # the compiled schema's verdict: nothing for jsonschema to find (gpustack/schema_predicate.py)
+    from gpustack.schema_fast import forget_valid, shape_validator, within_bounds  # jsonschema: only from here on
+
     # A list or mapping over its bound is cut to it first (reported once), so jsonschema never walks the thousands
     # of entries a blueprint cannot have: at most a bound's worth of each is checked, and worded as before.
     data, overflows = within_bounds(doc.data, MAX_ENTRIES, guided=validator is None)
@@ -375,6 +373,8 @@ def _type_hint(
 
 def _would_pass(schema: Mapping[str, Any], value: Any) -> bool:
     # evolve() keeps the validator's $ref resolution, so subschemas that refer to $defs work.
+    from gpustack.schema_fast import shape_validator
+
     return bool(shape_validator().evolve(schema=schema).is_valid(value))
 
 

@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import marshal
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators
@@ -50,29 +48,11 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from gpustack.diagnostic import JsonPath
+from gpustack.schema_file import compiled_pattern, load_schema
 
 # What keyword functions receive: the class validators.extend builds from Draft202012Validator. The
 # `Validator` protocol lacks `descend`, which every concrete validator class has.
 KeywordValidator = Draft202012Validator
-
-SCHEMA_FILE = "blueprint.schema.json"
-
-
-@functools.cache
-def load_schema() -> dict[str, Any]:
-    """The blueprint JSON Schema, parsed once. Callers must not mutate it."""
-    text = resources.files("gpustack").joinpath("data", SCHEMA_FILE).read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-@functools.cache
-def compiled_pattern(pattern: str) -> re.Pattern[str]:
-    # JSON Schema patterns are ECMA-262, where a final `$` matches only at the very end. Python's `$`
-    # also matches before a trailing newline, so "prod-ai\n" would pass as a DNS label; `\Z` restores ECMA.
-    if pattern.endswith("$") and not pattern.endswith("\\$"):
-        pattern = pattern[:-1] + r"\Z"
-    return re.compile(pattern)
 
 
 def _ecma_pattern(validator: KeywordValidator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:

@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Final
 
-from jsonschema import Draft202012Validator
-
-from gpustack.schema_fast import compiled_pattern, load_schema, lookup, shape_validator
+from gpustack.schema_file import compiled_pattern, load_schema, local_target
 
 __all__ = ["compiled", "surely_valid", "uncompiled_keywords"]
 
@@ -59,7 +57,6 @@ _ARRAY: Final = frozenset({"items", "minItems", "maxItems", "uniqueItems"})
 _GENERAL: Final = frozenset({"type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else"})
 _COMPILED: Final = _ANNOTATIONS | _STRING | _NUMBER | _OBJECT | _ARRAY | _GENERAL
 _SCALARS: Final = (str, int, float, bool, type(None))
-_UNIQUE: Final = Draft202012Validator({"uniqueItems": True})
 
 
 def surely_valid(data: Any, cap: int) -> bool:
@@ -156,6 +153,8 @@ class _Compiler:
 
     def _fallback(self, schema: Any, strong: bool) -> Check:
         """jsonschema's own verdict (the validator `check_shape` runs, with its ECMA patterns)."""
+        from gpustack.schema_fast import shape_validator  # jsonschema, imported only where a schema needs it
+
         is_valid = shape_validator().evolve(schema=schema).is_valid
         plain = self.plain
         return (lambda value: plain(value) and is_valid(value)) if strong else is_valid
@@ -269,8 +268,8 @@ class _Compiler:
                 cover = cover and equal is None  # an equal scalar is plain data
         if "$ref" in schema:
             try:
-                target = lookup(schema["$ref"]).contents
-            except Exception:  # any failure to resolve: jsonschema resolves it, or reports it
+                target = local_target(schema["$ref"])
+            except LookupError:  # not a local reference, or one to nothing: jsonschema resolves it, or reports it
                 checks.append(self._fallback({"$ref": schema["$ref"]}, strong=cover))
             else:
                 checks.append(self.compile(target, strong=cover))
@@ -462,4 +461,24 @@ def _equal(expected: Any, value: Any) -> bool:
 def _unique(items: list[Any]) -> bool:
     if set(map(type, items)) <= {str}:
         return len(set(items)) == len(items)
-    return bool(_UNIQUE.is_valid(items))  # jsonschema's own rule for anything else (1 and 1.0 are the same)
+    keys = [_equality_key(item) for item in items]
+    return len(set(keys)) == len(keys)
+
+
+def _equality_key(value: Any) -> Hashable:
+    """A key equal for two values exactly when jsonschema's `uniqueItems` counts them equal (`jsonschema._utils.equal`):
+    1 and 1.0 alike, True and 1 not, lists item by item, mappings key by key. jsonschema's own sorted shortcut may miss
+    a duplicate this finds; then "not unique" here only sends the data to jsonschema, which has the last word.
+    Anything but plain data raises TypeError: jsonschema looks."""
+    kind = type(value)
+    if kind is str:
+        return ("s", value)
+    if kind is bool or value is None:
+        return ("b", value)
+    if kind is int or kind is float:
+        return ("n", value)
+    if kind is list:
+        return ("l", tuple(_equality_key(item) for item in value))
+    if kind is dict:
+        return ("m", frozenset((key, _equality_key(item)) for key, item in value.items()))
+    raise TypeError(f"not plain data: {kind.__name__}")

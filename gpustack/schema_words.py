@@ -14,7 +14,7 @@ from typing import Any
 
 from gpustack.diagnostic import Diagnostic, JsonPath, Severity, Span, format_json_path
 from gpustack.load import Document
-from gpustack.schema_fast import load_schema
+from gpustack.schema_file import load_schema
 
 # A plain YAML scalar as written: up to whitespace, a flow separator or a comment.
 _SCALAR_TOKEN = re.compile(r"[^\s,\]}#]+")

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +78,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.fixture
 def examples() -> list[Path]:
     return sorted(BLUEPRINTS.glob("*.yaml"))
+
+
+def typed(value: Any) -> Any:
+    """The value with each scalar's type kept: 1, 1.0 and True are equal in Python, not in a document."""
+    if isinstance(value, dict):
+        return ("map", [(key, typed(item)) for key, item in value.items()])
+    if isinstance(value, list):
+        return ("seq", [typed(item) for item in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("float", "nan")
+    return (type(value).__name__, value)

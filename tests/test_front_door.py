@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpustack import schema
+from gpustack import schema, schema_fast
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.diagnostic import Position
 from gpustack.load import parse_document
@@ -118,8 +118,8 @@ class Recording:
 
 @pytest.fixture
 def recording(monkeypatch: pytest.MonkeyPatch) -> Recording:
-    spy = Recording(schema.shape_validator())
-    monkeypatch.setattr(schema, "shape_validator", lambda: spy)
+    spy = Recording(schema_fast.shape_validator())
+    monkeypatch.setattr(schema_fast, "shape_validator", lambda: spy)  # gpustack.schema imports it where it needs it
     return spy
 
 

@@ -150,3 +150,36 @@ def test_validate_reports_a_template_error_without_the_compiler() -> None:
     report = json.loads(result.stdout)
     assert report["code"] == 1 and TEMPLATE_ERROR in report["out"]
     assert not any(m.startswith("gpustack.compile") for m in report["modules"])
+
+
+# Which modules of jsonschema's family a run of `gpustack ARGS` loaded, in-process as the console script runs it.
+RUN_ANY = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from gpustack.cli import group
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            group.main(args=sys.argv[1:], prog_name="gpustack", standalone_mode=False)
+            code = 0
+        except SystemExit as exit:
+            code = exit.code or 0
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("jsonschema", "referencing"))
+    print(json.dumps({"code": code, "out": out.getvalue(), "modules": loaded}))
+    """
+)
+
+
+def test_a_valid_blueprint_is_validated_compiled_and_simulated_without_jsonschema(tmp_path: Path) -> None:
+    """The compiled schema (schema_predicate) vouches for a valid blueprint alone: jsonschema, about 70 ms of every
+    command's start-up, is imported only to find and word what is wrong."""
+    blueprint = str(BLUEPRINTS / "multi-tenant.yaml")
+    for args in (["validate", blueprint], ["compile", blueprint, "-d", str(tmp_path / "out")], ["simulate", blueprint]):
+        report = json.loads(python(RUN_ANY, *args).stdout)
+        assert report["code"] == 0, report["out"]
+        assert report["modules"] == [], args
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(Path(blueprint).read_text(encoding="utf-8").replace("nodePools:", "nodePoolz:", 1))
+    report = json.loads(python(RUN_ANY, "validate", str(wrong)).stdout)
+    assert report["code"] == 1 and "GS101" in report["out"]  # jsonschema found and worded the unknown field
+    assert "jsonschema" in report["modules"]

@@ -31,8 +31,8 @@ from gpustack.codes import (
     TOO_DEEP,
     YAML_SYNTAX,
 )
+from gpustack.core_schema import CORE_SCHEMA, WORD_TAGS
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Position, Severity
-from gpustack.event_reader import _CORE_SCHEMA, _WORD_TAGS
 from gpustack.load import MAX_BYTES, MAX_DEPTH, STR_TAG, Document, parse_document, read_document, resolve_plain_scalar
 
 CASES = Path(__file__).parent / "cases" / "load"
@@ -204,19 +204,19 @@ def test_scalars_follow_yaml_1_2_core_schema(written: str, expected: Any, parser
 def test_one_pattern_types_plain_scalars_as_the_core_schema_in_order(text: str) -> None:
     # The reader matches all of YAML 1.2's core-schema patterns at once; the first in order to match the whole
     # text must name the tag, as trying them one by one does.
-    expected = next((tag for tag, pattern, _ in _CORE_SCHEMA if pattern.fullmatch(text)), STR_TAG)
+    expected = next((tag for tag, pattern, _ in CORE_SCHEMA if pattern.fullmatch(text)), STR_TAG)
     assert resolve_plain_scalar(text) == expected
 
 
 def test_the_core_schema_words_are_literals_and_typed_as_their_pattern_types_them() -> None:
-    # The reader looks the null and bool words up instead of matching their patterns (`_WORD_TAGS`): that holds only
+    # The reader looks the null and bool words up instead of matching their patterns (`WORD_TAGS`): that holds only
     # while those patterns are lists of literal words.
-    for word, tag in _WORD_TAGS.items():
+    for word, tag in WORD_TAGS.items():
         assert not set(word) & set("\\.^$*+?{}[]()|"), word
         assert resolve_plain_scalar(word) == tag
     for near in ("nul", "nulls", "tRue", "yes", "No", "~~", " ", "NULL ", "Falsey"):
         assert resolve_plain_scalar(near) == STR_TAG
-    assert {word for word in _WORD_TAGS if word and load_data(f"v: [{word}]\n")["v"][0] is None} == {
+    assert {word for word in WORD_TAGS if word and load_data(f"v: [{word}]\n")["v"][0] is None} == {
         "~",
         "null",
         "Null",

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from gpustack.schema_fast import holds, load_schema, lookup, passes_leaf, shape_validator
+from gpustack.schema_fast import holds, lookup, passes_leaf, shape_validator
+from gpustack.schema_file import load_schema
 
 
 def subschemas(node: Any) -> Iterator[dict[str, Any]]:

@@ -9,31 +9,19 @@ file:line:col with the same words, whichever way the file was read.
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import typed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpustack.cluster.json_document import json_document
-from gpustack.cluster.snapshot import parse_snapshot, read_snapshot
+from gpustack.cluster.snapshot import parse_snapshot, read_snapshot, snapshot_from
 from gpustack.diagnostic import DiagnosticError
 from gpustack.load import MAX_DEPTH, parse_document, read_text
-
-
-def _typed(value: Any) -> Any:
-    """The value with each scalar's type kept: 1, 1.0 and True are equal in Python, not in a document."""
-    if isinstance(value, dict):
-        return ("map", [(key, _typed(item)) for key, item in value.items()])
-    if isinstance(value, list):
-        return ("seq", [_typed(item) for item in value])
-    if isinstance(value, float) and math.isnan(value):
-        return ("float", "nan")
-    return (type(value).__name__, value)
-
 
 scalars = (
     st.none()
@@ -91,7 +79,7 @@ def test_json_is_read_as_the_loader_reads_it_or_left_to_the_loader(
         assert fast is None, "json_document read what the loader refuses"
         return
     if fast is not None:
-        assert _typed(fast.data) == _typed(loaded)
+        assert typed(fast.data) == typed(loaded)
     if not twist and ascii_only and re.search(r"\\u[dD][89a-fA-F]", text) is None:
         assert fast is not None  # plain JSON of printable ASCII without a surrogate escape: the fast path takes it
 
@@ -134,7 +122,7 @@ def test_a_malformed_json_snapshot_is_reported_where_the_loader_would(tmp_path: 
     with pytest.raises(DiagnosticError) as fast:
         read_snapshot(str(path))
     with pytest.raises(DiagnosticError) as loader:
-        parse_snapshot(text, str(path))  # the loader's way, every position kept
+        snapshot_from(parse_document(text, str(path)))  # the loader's way, every position kept
     assert fast.value.diagnostics == loader.value.diagnostics
     assert len(fast.value.diagnostics) == 3
     lines = text.splitlines()

@@ -543,7 +543,7 @@ def parse_snapshot(text: str, file: str) -> ClusterSnapshot:
 
 def _parsed(text: str, file: str) -> ClusterSnapshot:
     try:
-        return snapshot_from(parse_document(text, file))
+        return snapshot_from(parse_document(text, file, positions_later=True))
     except DiagnosticError as error:
         if not several_documents(error):
             raise

@@ -26,7 +26,7 @@ from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Severity,
 from gpustack.fleet.model import DELIVERY_FOLDER, Fleet, build_fleet
 from gpustack.load import MAX_BYTES, Document, read_document
 from gpustack.schema import check_shape
-from gpustack.schema_fast import compiled_pattern
+from gpustack.schema_file import compiled_pattern
 
 SCHEMA_FILE = "fleet.schema.json"
 CONFINED_HINT = (
