@@ -396,13 +396,18 @@ def test_a_state_file_of_another_plan_is_refused(tmp_path: Path) -> None:
     assert refused(result, made, "not written by this plan's script")
 
 
+def another_run_id(header: str) -> str:
+    """The header with its random run id's last digit changed, whichever digit it was."""
+    return header[:-1] + ("1" if header.endswith("0") else "0")
+
+
 @pytest.mark.parametrize(
     "edit",
     [
         pytest.param(lambda lines, steps: [*lines, steps[-1]], id="a bare step id"),
         pytest.param(lambda lines, steps: [*lines, f"{steps[-1]} 1 2"], id="a wrong checksum"),
         pytest.param(lambda lines, steps: [*lines, lines[1].replace(lines[1].split()[0], steps[-1])], id="moved"),
-        pytest.param(lambda lines, steps: [lines[0][:-1] + "0", *lines[1:]], id="another run id"),
+        pytest.param(lambda lines, steps: [another_run_id(lines[0]), *lines[1:]], id="another run id"),
         pytest.param(lambda lines, steps: [*lines, ""], id="a blank line"),
     ],
 )
@@ -413,9 +418,9 @@ def test_a_hand_edited_state_file_is_refused(edit, tmp_path: Path) -> None:  # t
     (state,) = (tmp_path / "state").iterdir()
     steps = [line.split()[1] for line in script.read_text(encoding="utf-8").splitlines() if line.startswith("step ")]
     lines = state.read_text(encoding="utf-8").splitlines()
-    if lines[0].endswith("0"):
-        lines[0] = lines[0][:-1] + "1"  # the edit below changes the run id's last digit to 0
-    state.write_text("\n".join(edit(lines, steps)) + "\n", encoding="utf-8")
+    edited = edit(lines, steps)
+    assert edited != lines, "the edit must change the state file, or the test proves nothing"
+    state.write_text("\n".join(edited) + "\n", encoding="utf-8")
     result, made = run(script, tmp_path)
     assert result.returncode == 1 and made == [], result.stdout
     assert "gpustack-rollout:" in result.stderr and "start over" in result.stderr
