@@ -6,6 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No wall-clock judgement in a unit test: a property test's examples may take as long as a loaded 2-core machine
+# needs (Hypothesis's 200 ms deadline and its too-slow check fail a correct test there). Speed is bench/'s job.
+# Where CI is set, Hypothesis's own "ci" profile (derandomized, the same settings otherwise) still takes over.
+settings.register_profile("gpustack", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+if not os.environ.get("CI"):
+    settings.load_profile("gpustack")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

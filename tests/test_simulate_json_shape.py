@@ -10,9 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from gpustack.cli import group
+from gpustack.simulate.messages import event_note
+from gpustack.simulate.report import _as_event
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "blueprints" / "seed-article.yaml"
@@ -87,7 +90,8 @@ def test_the_json_report_grows_by_an_entry_per_pending_pod_not_by_a_message(tmp_
         _, document = simulate(path, "--output", "json")
         sizes[replicas] = len(document)
         message = json.loads(document)["messages"][0]
-        assert len(message) > 2000 and text.count(message) == 1
+        # JSON holds the whole message (the PodScheduled condition's); the text shows it cut, as the event reads
+        assert len(message) > 2000 and message not in text and text.count(event_note(message)) == 1
     # 270 more pending pods cost their own entries (under 200 bytes each), not 270 copies of the 2.6 kB message:
     # v1alpha1 grew by 770 kB here, v1alpha2 by 45 kB.
     assert sizes[300] - sizes[30] < 270 * 200
@@ -126,3 +130,37 @@ def test_a_pod_without_a_hint_has_a_null_hint_index(tmp_path: Path) -> None:
     indexes = [pod["hintIndex"] for pod in data["pending"]]
     assert all(index is None or 0 <= index < len(data["hints"]) for index in indexes)
     assert len(data["hints"]) == len({index for index in indexes if index is not None})
+
+
+def test_the_text_report_shows_kube_schedulers_event_cut_and_says_where_the_whole_message_is(tmp_path: Path) -> None:
+    """kube-scheduler cuts its FailedScheduling event at 1024 bytes (the pod's condition keeps the whole message);
+    the text report shows what `kubectl describe pod` would, so 4x the pools leave its pending part the same size."""
+    pending_parts = {}
+    for pools in (40, 160):
+        path = tmp_path / f"blueprint-{pools}.yaml"
+        path.write_text(fleet(pools=pools, replicas=30), encoding="utf-8")
+        _, text = simulate(path)
+        _, document = simulate(path, "--output", "json")
+        [message] = json.loads(document)["messages"]
+        size = len(message.encode())
+        assert size > 2000 * pools // 40
+        assert f"    {message[:1020]} ...\n" in text
+        assert f"`--output json` hold the whole message, {size} bytes)\n" in text
+        pending_parts[pools] = text[text.index("\nPending\n") :]
+    assert abs(len(pending_parts[160]) - len(pending_parts[40])) < 100
+
+
+@pytest.mark.parametrize(
+    ("event", "scheduler", "cut"),
+    [
+        ("FailedScheduling", "default-scheduler", True),
+        ("FailedScheduling", None, True),  # a scenario pod no workload row names: kube-scheduler's
+        ("Unschedulable", "volcano", False),  # Volcano records its events whole
+        ("FailedCreate", "default-scheduler", False),  # the controller's event, not kube-scheduler's
+    ],
+)
+def test_only_kube_schedulers_failed_scheduling_event_is_cut(event: str, scheduler: str | None, cut: bool) -> None:
+    message = "0/2000 nodes are available: " + "x" * 2000
+    row = _as_event({"event": event, "message": message}, scheduler)
+    assert (row["shown"] != message) is cut and row["message"] is message
+    assert row["whole"] == (len(message) if cut else None)

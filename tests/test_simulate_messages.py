@@ -8,6 +8,7 @@ from gpustack.simulate.messages import (
     NO_VICTIMS,
     NOT_HELPFUL,
     KubeVersion,
+    event_note,
     fit_error,
     histogram,
     post_filter,
@@ -130,3 +131,22 @@ def test_volcano_says_unavailable_not_available() -> None:
         "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu."
     )
     assert volcano_nodes_error(0, {}) == "all nodes are unavailable"
+
+
+@pytest.mark.parametrize(
+    ("size", "kept"),
+    [(1023, 1023), (1024, 1024), (1025, 1020), (64_000, 1020)],
+)
+def test_the_event_keeps_1024_bytes_as_truncate_message_does(size: int, kept: int) -> None:
+    """schedule_one.go: a message over NoteLengthLimit (1024) keeps its first 1020 bytes and ends ` ...`."""
+    message = "".join(f"{i % 10}" for i in range(size))
+    note = event_note(message)
+    if kept == size:
+        assert note is message
+    else:
+        assert note == message[:kept] + " ..." and len(note.encode()) == 1024
+
+
+def test_the_event_cuts_bytes_not_characters() -> None:
+    message = "x" * 1019 + "\u00e9" * 10  # é is 2 bytes in UTF-8: the cut at byte 1020 splits the first
+    assert event_note(message) == "x" * 1019 + "\ufffd ..."

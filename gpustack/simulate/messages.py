@@ -82,6 +82,23 @@ class KubeVersion:
         return "node(s) had taints that the pod didn't tolerate"
 
 
+# validation.NoteLengthLimit: the most an events.k8s.io Event's note may hold, which kube-scheduler cuts to.
+EVENT_NOTE_LIMIT = 1024
+_CUT = " ..."
+
+
+def event_note(message: str) -> str:
+    """The FailedScheduling event's text: kube-scheduler's truncateMessage (schedule_one.go) cuts a message longer
+    than 1024 bytes to its first 1020 and ` ...`; the pod's PodScheduled condition keeps it whole.
+
+    Go cuts bytes; a character the cut splits reads as U+FFFD here, where Go would leave a broken UTF-8 sequence.
+    """
+    data = message.encode()
+    if len(data) <= EVENT_NOTE_LIMIT:
+        return message
+    return data[: EVENT_NOTE_LIMIT - len(_CUT)].decode("utf-8", "replace") + _CUT
+
+
 def insufficient(resource: str) -> str:
     return f"Insufficient {resource}"
 

@@ -21,8 +21,10 @@ from gpustack.escapes import json_safe
 from gpustack.simulate import Simulation
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
-from gpustack.simulate.pods import PODS
+from gpustack.simulate.messages import EVENT_NOTE_LIMIT, event_note
+from gpustack.simulate.pods import DEFAULT_SCHEDULER, PODS
 from gpustack.simulate.quota import format_quantity
+from gpustack.simulate.simulation import FAILED_SCHEDULING
 from gpustack.templating import package_template
 
 # (document, path) -> where it is: document is "blueprint" or "scenario".
@@ -276,7 +278,26 @@ def _template() -> jinja2.Template:
 
 @paused()  # see gpustack/collector.py
 def format_text(data: dict[str, Any]) -> str:
-    return _template().render(report=data, pending=_grouped(data["pending"]), placement_lines=placement_lines)
+    """The text report shows kube-scheduler's messages as its events read in `kubectl describe pod`: cut at 1024
+    bytes (`event_note`), with a line saying where the whole message is. At 1,000 pools one names each pool's taint
+    (64 kB), and every pending workload's written whole made the report grow with the pools squared."""
+    schedulers = {row["name"]: row["scheduler"] for row in data["workloads"]}
+    pending = [_as_event(group, schedulers.get(group["workload"])) for group in _grouped(data["pending"])]
+    nominated = [_as_event({**row, "event": FAILED_SCHEDULING}, DEFAULT_SCHEDULER) for row in data["nominated"]]
+    return _template().render(
+        report=data, pending=pending, nominated=nominated, placement_lines=placement_lines, note_limit=EVENT_NOTE_LIMIT
+    )
+
+
+def _as_event(row: dict[str, Any], scheduler: str | None) -> dict[str, Any]:
+    """The row with `shown`, its message as the event has it, and `whole`, the message's size where that was cut.
+
+    Only kube-scheduler's FailedScheduling event is cut (schedule_one.go's truncateMessage); other schedulers and
+    controllers record their events whole."""
+    message = row["message"]
+    kube_scheduler = row["event"] == FAILED_SCHEDULING and scheduler in (None, DEFAULT_SCHEDULER)
+    shown = event_note(message) if kube_scheduler else message
+    return {**row, "shown": shown, "whole": len(message.encode()) if shown is not message else None}
 
 
 def placement_lines(placements: list[dict[str, Any]]) -> str:
