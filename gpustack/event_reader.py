@@ -116,6 +116,7 @@ class _Pending(enum.Enum):
 
 _NO_KEY: Final = _Pending.NO_KEY
 _BAD_KEY: Final = _Pending.BAD_KEY
+_UNTYPED: Final = object()  # a plain scalar not typed yet
 _KIND_OF_VALUE: Final = {
     bool: "bool",
     int: "int",
@@ -255,6 +256,9 @@ class Builder:
         value_marks, key_marks = self.value_marks, self.key_marks
         value: Any
         nodes = 0  # nodes written out (scalars and collections), for the alias budget
+        # Each plain scalar's text -> its value: typed once, and a text written 150,000 times held once (a
+        # cluster snapshot's data took half the memory). Never a number with too many digits: each is reported.
+        plain: dict[str, Any] = {}
         while True:
             event = next_event()
             kind = type(event)
@@ -263,16 +267,21 @@ class Builder:
                 parent, text = stack[-1], event.value
                 span = pack(event.start_mark, event.end_mark)
                 value = text
-                if event.implicit[0]:  # a plain scalar: resolve_plain_scalar, in line
-                    tag = WORD_TAGS.get(text)
-                    if tag is None and text[:1] in NUMBER_FIRST:
-                        typed = TYPED_PLAIN(text)
-                        tag = None if typed is None else GROUP_TAGS[typed.lastgroup or ""]
-                    if tag is not None:  # a number, bool or null
-                        try:
-                            value = SCALAR_CONVERTERS[tag](text)
-                        except ValueError:  # too many digits: `_scalar_value` says so where the scalar stands
-                            value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
+                if event.implicit[0]:  # a plain scalar: resolve_plain_scalar, in line, once per distinct text
+                    value = plain.get(text, _UNTYPED)
+                    if value is _UNTYPED:
+                        value = text
+                        tag = WORD_TAGS.get(text)
+                        if tag is None and text[:1] in NUMBER_FIRST:
+                            typed = TYPED_PLAIN(text)
+                            tag = None if typed is None else GROUP_TAGS[typed.lastgroup or ""]
+                        if tag is not None:  # a number, bool or null
+                            try:
+                                value = plain[text] = SCALAR_CONVERTERS[tag](text)
+                            except ValueError:  # too many digits: `_scalar_value` says so where each one stands
+                                value = self._scalar_value(text, tag, event.start_mark, self._child_path(parent))
+                        else:
+                            plain[text] = value
                 path = parent.path
                 if parent.is_list:
                     if path is not None:

@@ -189,3 +189,22 @@ def test_a_malformed_yaml_snapshot_is_reported_where_the_full_reader_would(tmp_p
     assert memory.span is not None
     line = NODE_YAML.splitlines()[memory.span.start.line - 1]
     assert line[memory.span.start.column - 1 :].startswith("lots}")
+
+
+@pytest.mark.parametrize("read", [plain_data, lambda text: parse_document(text, "t.yaml").data], ids=["quick", "full"])
+def test_a_plain_scalar_written_many_times_is_held_once(read: Any) -> None:
+    """Both readers type each distinct plain scalar once and hand out that one value: a snapshot's data at the
+    Kubernetes limit took 62 MiB with a string per occurrence and 33 MiB so."""
+    text = "items:\n" + "".join(f"- {{name: pod-{i}, node: gpu-node-7, phase: Running, gpus: 8}}\n" for i in range(3))
+    items = read(text)["items"]
+    assert len({id(item["node"]) for item in items}) == 1 and len({id(item["phase"]) for item in items}) == 1
+    assert [item["gpus"] for item in items] == [8, 8, 8] and len({item["name"] for item in items}) == 3
+
+
+def test_a_number_with_too_many_digits_is_reported_where_each_one_stands() -> None:
+    """The full reader's memo of typed scalars never holds a number it could not read: each is reported."""
+    digits = "9" * 5000
+    with pytest.raises(DiagnosticError) as raised:
+        parse_document(f"a: {digits}\nb: [{digits}]\n", "t.yaml")
+    places = [(d.span.start.line, d.path) for d in raised.value.diagnostics if d.span is not None]
+    assert places == [(1, ("a",)), (2, ("b", 0))]
