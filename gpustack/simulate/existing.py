@@ -217,7 +217,7 @@ def take_over(
             continue
         owner = pod.source.workload
         replica_set = replica_sets.get(owner.name) if owner is not None else None
-        remaining.append(replace(pod, source=replace(pod.source, replica_set=replica_set)) if replica_set else pod)
+        remaining.append(pod._replace(source=replace(pod.source, replica_set=replica_set)) if replica_set else pod)
     kept = [item for position, item in enumerate(running) if position not in deleted]
     return replace(demand, pods=tuple(remaining), gangs=gangs), kept
 
