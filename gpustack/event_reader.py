@@ -235,12 +235,7 @@ class Builder:
         next_event()  # DocumentEndEvent
         event = next_event()
         if not isinstance(event, StreamEndEvent):
-            self._fail(
-                SEVERAL_DOCUMENTS,
-                "found a second YAML document; a blueprint is a single document",
-                "remove the '---' line, or put each blueprint in a file of its own",
-                mark_position(event.start_mark),
-            )
+            self._fail_with(second_document(self._file, event.start_mark))
         if self.diagnostics:
             raise DiagnosticError(self.diagnostics)
         if data is None:  # `---` alone, or a lone `~`/`null`
@@ -553,6 +548,17 @@ class Builder:
 
     def _fail_with(self, diagnostic: Diagnostic) -> None:
         raise DiagnosticError([*self.diagnostics, diagnostic])
+
+
+def second_document(file: str, start: Mark) -> Diagnostic:
+    """A second document starts at `start`: the error of a text whose first document is read without a word."""
+    return located_error(
+        SEVERAL_DOCUMENTS,
+        "found a second YAML document; a blueprint is a single document",
+        "remove the '---' line, or put each blueprint in a file of its own",
+        file,
+        mark_position(start),
+    )
 
 
 def _custom_tag_message(tag: str) -> str:

@@ -28,8 +28,16 @@ from gpustack.codes import FILE_TOO_LARGE, FILE_UNREADABLE, NOT_UTF8, YAML_SYNTA
 from gpustack.collector import paused
 from gpustack.core_schema import STR_TAG, BlueprintLoader, PureBlueprintLoader, resolve_plain_scalar
 from gpustack.diagnostic import Diagnostic, DiagnosticError, JsonPath, Position, Span
-from gpustack.event_reader import MAX_DEPTH, MAX_DIAGNOSTICS, Builder, located_error, mark_position, too_deep
-from gpustack.plain_reader import plain_data
+from gpustack.event_reader import (
+    MAX_DEPTH,
+    MAX_DIAGNOSTICS,
+    Builder,
+    located_error,
+    mark_position,
+    second_document,
+    too_deep,
+)
+from gpustack.plain_reader import SecondDocument, plain_data
 from gpustack.positions import PackedMarks, PackedPositions, end_positions
 
 # What other modules and the tests read here: the reader's limits and typing, and the parser classes (the tests
@@ -144,8 +152,11 @@ def parse_document(text: str | bytes, file: str, *, positions_later: bool = Fals
     """
     decoded = _decode(text, file)
     if positions_later:
-        with paused(acyclic=True):  # plain data: no cycles, so none to look for
-            data = plain_data(decoded, BlueprintLoader)
+        try:
+            with paused(acyclic=True):  # plain data: no cycles, so none to look for
+                data = plain_data(decoded, BlueprintLoader)
+        except SecondDocument as second:  # the Builder's own refusal, without its reading the first one again
+            raise DiagnosticError([second_document(file, second.start)]) from None
         if data is not None:
             return dataclasses.replace(Document(file, decoded, None, {}, {}).text_only(), data=data)
     data, value_positions, key_positions, alias_origins = _load_yaml(decoded, file)

@@ -39,11 +39,23 @@ class _LeftToBuilder(Exception):
     """The text holds something only the Builder reads (or refuses) as it should."""
 
 
+class SecondDocument(Exception):
+    """The first document was read as the Builder reads it without a word, and a second one starts at `start`
+    (a parser mark): the Builder would refuse the text there and nowhere before (`event_reader.second_document`)."""
+
+    def __init__(self, start: Any) -> None:
+        super().__init__("a second YAML document")
+        self.start = start
+
+
 _NO_KEY: Final = object()  # a mapping waiting for its next key
 
 
 def plain_data(text: str, loader_class: type[yaml.SafeLoader] = BlueprintLoader) -> Any | None:
-    """The document's data as the Builder would build it, or None where the Builder must read the text."""
+    """The document's data as the Builder would build it, or None where the Builder must read the text.
+
+    Raises SecondDocument where a clean first document is followed by another (several `kubectl get -o yaml`
+    outputs joined with `---`), so that the caller need not read the first one twice more to hear it."""
     loader = loader_class(text)
     try:
         return _read(loader)
@@ -59,8 +71,11 @@ def _read(loader: yaml.SafeLoader) -> Any:
     if type(next_event()) is StreamEndEvent:  # an empty text: the Builder words it
         raise _LeftToBuilder
     data = _root(next_event)
-    if type(next_event()) is not DocumentEndEvent or type(next_event()) is not StreamEndEvent:
-        raise _LeftToBuilder  # a second document
+    if type(next_event()) is not DocumentEndEvent:
+        raise _LeftToBuilder
+    event = next_event()
+    if type(event) is not StreamEndEvent:
+        raise SecondDocument(event.start_mark)
     return data
 
 

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from gpustack.cluster.snapshot import read_snapshot, snapshot_from
 from gpustack.diagnostic import DiagnosticError
+from gpustack.event_reader import second_document
 from gpustack.load import MAX_DEPTH, parse_document
-from gpustack.plain_reader import plain_data
+from gpustack.plain_reader import SecondDocument, plain_data
 
 ROOT = Path(__file__).parent.parent
 
@@ -35,8 +36,15 @@ def _builder_data(text: str) -> tuple[bool, Any]:
 
 
 def _agrees(text: str) -> Any:
-    """plain_data's result, once checked against the full reader's."""
-    quick = plain_data(text)
+    """plain_data's result, once checked against the full reader's (None for a second document after a clean
+    first, which the full reader must refuse there with the same diagnostic, and nothing else)."""
+    try:
+        quick = plain_data(text)
+    except SecondDocument as second:
+        with pytest.raises(DiagnosticError) as refused:
+            parse_document(text, "t.yaml")
+        assert list(refused.value.diagnostics) == [second_document("t.yaml", second.start)]
+        return None
     read, data = _builder_data(text)
     if not read:
         assert quick is None, f"the quick path read what the full reader refuses:\n{text[:400]}"
@@ -78,7 +86,7 @@ def test_every_yaml_file_of_the_project_is_read_alike_or_left_to_the_full_reader
         "null: a\n",
         "[a]: b\n",
         "{a: 1}: b\n",
-        "a: 1\n---\nb: 2\n",  # a second document
+        "a: 1\nb: *x\n---\nc: 2\n",  # a second document after a first the full reader refuses
         "",  # no document
         "just text\n",  # a scalar at the root
         "a: [1, 2\n",  # a syntax error
@@ -89,6 +97,25 @@ def test_every_yaml_file_of_the_project_is_read_alike_or_left_to_the_full_reader
 def test_what_the_full_reader_words_or_refuses_is_left_to_it(text: str) -> None:
     assert plain_data(text) is None
     _agrees(text)
+
+
+def _refusal(text: str, *, positions_later: bool = False) -> list[Any]:
+    with pytest.raises(DiagnosticError) as raised:
+        parse_document(text, "t.yaml", positions_later=positions_later)
+    return list(raised.value.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: 1\n---\nb: 2\n", "---\na: [1]\n...\n--- # two\nb: 2\n", "a: 1\n--- {b: 2}\n", "a: 1\n---\nb: [2\n"],
+)
+def test_a_second_document_after_a_clean_first_is_refused_as_the_full_reader_refuses_it(text: str) -> None:
+    """The quick path says where the second document starts, so that a snapshot of several (which joined() reads
+    document by document) is not read twice more first; the diagnostic is the full reader's, word for word."""
+    with pytest.raises(SecondDocument):
+        plain_data(text)
+    _agrees(text)
+    assert _refusal(text, positions_later=True) == _refusal(text)
 
 
 def test_an_anchor_no_alias_uses_is_read_past() -> None:

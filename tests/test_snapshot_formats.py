@@ -86,3 +86,25 @@ def test_anything_else_is_a_clear_error_never_a_traceback(tmp_path: Path, text: 
         assert "Traceback" not in run.output
         assert run.exit_code == 1, (command, run.output)
         assert says in run.stderr, (command, run.stderr)
+
+
+def test_several_documents_are_read_once_and_their_positions_found_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 5 MiB snapshot of two documents took 6 s against 1.4 s as one: each document was read three times, with
+    every position, before anything needed one. Now the full reader runs only when a span is asked for."""
+    import gpustack.load as load
+
+    full_reads: list[str] = []
+    real = load._load_yaml
+
+    def counted(text: str, file: str) -> object:
+        full_reads.append(file)
+        return real(text, file)
+
+    monkeypatch.setattr(load, "_load_yaml", counted)
+    several = _as_list(L4.format(name="a")) + "---\n# the second command's output\n" + _as_list(L4.format(name="b"))
+    snapshot = parse_snapshot(several, "cluster.yaml")
+    assert [node.name for node in snapshot.nodes] == ["a", "b"] and full_reads == []
+    span = snapshot.document.span(("items", 1, "metadata", "name"))
+    assert several.splitlines()[span.start.line - 1] == "    name: b" and len(full_reads) == 2
