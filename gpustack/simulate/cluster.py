@@ -100,6 +100,13 @@ class Cluster:
         group = groups[usage]
         heap, current = group.heap, self._usage
         amounts = (*pods[start].shape.requests, (PODS, 1))
+        # The nodes of a group have the same used amount of each resource their class counts, so where the class
+        # counts every resource the pods ask for, each node ends with the amounts the first one ends with: one dict
+        # update per node (`counted`). A request the nodes do not advertise (a running pod's, say) is added node by
+        # node, as `bind` adds it.
+        node_class = self.classes[class_index]
+        all_counted = all(node_class.position(resource) is not None for resource, _ in amounts)
+        counted: dict[str, int] | None = None
         taken: list[int] = []
         after: Usage | None = None
         wanted = len(pods) - start
@@ -116,11 +123,15 @@ class Cluster:
                 for requested, value in amounts:
                     resource = node.serving(requested)
                     used[resource] = used.get(resource, 0) + value
+            elif counted is not None:
+                used.update(counted)
             else:
                 for resource, value in amounts:
                     used[resource] = used.get(resource, 0) + value
+                if all_counted:
+                    counted = {resource: used[resource] for resource, _ in amounts}
             if after is None:
-                after = tuple([used.get(r, 0) for r in self.classes[class_index].resources])
+                after = tuple([used.get(r, 0) for r in node_class.resources])
             current[node_index] = after  # now, so a second entry of this node in the heap reads as moved
             self.pods[node_index].append(pods[start + len(taken)])
             taken.append(node_index)
