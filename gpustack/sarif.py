@@ -7,7 +7,6 @@ line and column (1-based; the end column is the one just after the value, as SAR
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from importlib import metadata
@@ -18,6 +17,7 @@ from urllib.parse import quote
 from gpustack.codes import CODES, EXPLANATIONS, docs_page
 from gpustack.diagnostic import Diagnostic, Severity, Span
 from gpustack.escapes import json_safe
+from gpustack.json_text import pretty_json
 from gpustack.report import listed
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -41,7 +41,7 @@ def format_sarif(results: Sequence[tuple[str, Sequence[Diagnostic]]]) -> str:
         "columnKind": "unicodeCodePoints",
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+    return json_safe(pretty_json(document)) + "\n"
 
 
 def _version() -> str:

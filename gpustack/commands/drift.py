@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -14,6 +13,7 @@ from gpustack.commands.reporting import echo_text, stop_invalid
 from gpustack.compile import compile_blueprint
 from gpustack.diagnostic import DiagnosticError
 from gpustack.escapes import json_safe
+from gpustack.json_text import pretty_json
 from gpustack.validation import Validation, validate_path
 
 NOTHING_COMPARED = "nothing compared"
@@ -47,7 +47,7 @@ def command(blueprint: str, snapshot: str, output: str) -> None:
         stop_invalid([Validation(snapshot, None, None, error.diagnostics)], output, NOTHING_COMPARED)
     drift = compare(result.context, compile_blueprint(result.context), cluster, result.file)
     if output == "json":
-        click.echo(json_safe(json.dumps(report_data(drift), indent=2, ensure_ascii=False)) + "\n", nl=False)
+        click.echo(json_safe(pretty_json(report_data(drift))) + "\n", nl=False)
     elif output == "markdown":
         echo_text(format_markdown(drift), nl=False)
     else:

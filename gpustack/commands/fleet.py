@@ -16,6 +16,7 @@ from gpustack.commands.reporting import echo_text, stop_invalid
 from gpustack.diagnostic import Diagnostic
 from gpustack.fleet.model import Fleet
 from gpustack.fleet.reading import FleetRead, read_fleet
+from gpustack.json_text import pretty_json
 from gpustack.validation import Validation
 
 if TYPE_CHECKING:
@@ -223,7 +224,6 @@ def drift_command(fleet: str, snapshots: str, output: str) -> None:
 
     Exit 0 when every cluster matches, 1 when any drifted, has no snapshot or is invalid (for a scheduled job).
     """
-    import json
     from pathlib import Path
 
     from gpustack.escapes import json_safe
@@ -238,7 +238,7 @@ def drift_command(fleet: str, snapshots: str, output: str) -> None:
 
         echo_diagnostics(_by_file(fleet, problems))
     if output == "json":
-        click.echo(json_safe(json.dumps(fleet_report_data(found), indent=2, ensure_ascii=False)) + "\n", nl=False)
+        click.echo(json_safe(pretty_json(fleet_report_data(found))) + "\n", nl=False)
     elif output == "markdown":
         echo_text(format_fleet_markdown(found), nl=False)
     else:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
 from gpustack.collector import paused
 from gpustack.escapes import json_safe
+from gpustack.json_text import pretty_json
 from gpustack.report import format_text
 from gpustack.review.formatting import cell, code, fence, one_line
 from gpustack.rollout.data import rollout_data, summary_data
@@ -184,7 +184,7 @@ def render_markdown(plan: RolloutPlan) -> str:
 
 
 def render_json(plan: RolloutPlan) -> str:
-    return json_safe(json.dumps(rollout_data(plan), indent=2, ensure_ascii=False)) + "\n"
+    return json_safe(pretty_json(rollout_data(plan))) + "\n"
 
 
 RENDERERS: dict[str, Callable[[RolloutPlan], str]] = {

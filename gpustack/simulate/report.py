@@ -18,6 +18,7 @@ import jinja2
 from gpustack.collector import paused
 from gpustack.diagnostic import JsonPath, Span, format_json_path
 from gpustack.escapes import json_safe
+from gpustack.json_text import pretty_json
 from gpustack.simulate import Simulation
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
@@ -269,7 +270,7 @@ def json_shape(data: dict[str, Any]) -> dict[str, Any]:
 def format_json(data: dict[str, Any]) -> str:
     """The SimulationReport document: `apiVersion` and `kind` first, then `json_shape(data)` (see jsondoc.py)."""
     document = {"apiVersion": API_VERSION, "kind": "SimulationReport", **json_shape(data)}
-    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+    return json_safe(pretty_json(document)) + "\n"
 
 
 def _template() -> jinja2.Template:
