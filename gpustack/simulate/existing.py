@@ -33,14 +33,13 @@ RUNNING = "running"  # the raw-pod name running pods carry, for reports
 # What the NVIDIA device plugin (or HAMi) advertises: after apply, the blueprint's pool decides these on its nodes.
 DEVICE_PLUGIN_PREFIX = "nvidia.com/"
 POD_TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
-_Amounts = Callable[
-    [tuple[tuple[str, str], ...]], tuple[tuple[str, int], ...]
-]  # a pod's requests as written -> amounts
+_Shapes = Callable[[tuple[tuple[str, str], ...], str | None, bool], PodShape]  # requests as written, class, deadline
 
 
-def _allocatable(node: SnapshotNode) -> dict[str, int]:
+def _allocatable(written: tuple[tuple[str, str], ...]) -> dict[str, int]:
+    """A node's allocatable amounts from its quantities as written (merge_nodes reads each distinct one once)."""
     out = {}
-    for resource, text in node.allocatable:
+    for resource, text in written:
         try:
             out[resource] = amount(resource, text)
         except ValueError:  # the snapshot reader checked pods' quantities, not every node field: skip the odd one
@@ -92,12 +91,18 @@ def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterabl
     nodes = _adopted(nodes, snapshot, pools)
     listed = {node.name for node in nodes}
     merged = []
+    # 5,000 nodes of a few sizes: each size's quantities parsed once; each node gets its own copy
+    parsed = functools.lru_cache(maxsize=None)(_allocatable)
+
+    def allocatable_of(found: SnapshotNode) -> dict[str, int]:
+        return dict(parsed(found.allocatable))
+
     for node in nodes:
         found = snapshot.node(node.name)
         if found is None:
             merged.append(node)
             continue
-        actual = _allocatable(found)
+        actual = allocatable_of(found)
         allocatable = dict(node.allocatable)
         # The pool's GPU units are what gpustack's device plugin setup makes of the node, whatever it advertised
         # before; everything else the node advertises stays (cpu, memory and pods as measured, extended resources
@@ -112,12 +117,14 @@ def merge_nodes(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterabl
     for found in snapshot.nodes:
         if found.name not in listed:
             labels = {HOSTNAME: found.name, **dict(found.labels)}
-            merged.append(Node(found.name, None, labels, _taints(found), _allocatable(found), found.unschedulable))
+            merged.append(Node(found.name, None, labels, _taints(found), allocatable_of(found), found.unschedulable))
     return tuple(merged)
 
 
-def _requests(written: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((r, amount(r, text)) for r, text in written if amount(r, text) > 0))
+def _shape(written: tuple[tuple[str, str], ...], priority_class: str | None, deadline: bool) -> PodShape:
+    """A running pod's shape from its requests as written, its priority class and whether it has a deadline."""
+    requests = tuple(sorted((r, amount(r, text)) for r, text in written if amount(r, text) > 0))
+    return PodShape(requests=requests, priority_class=priority_class, terminating=deadline)
 
 
 def _running_pod(
@@ -125,10 +132,10 @@ def _running_pod(
     deadline: bool,
     classes: Mapping[str, PriorityClass],
     order: int,
-    requests: _Amounts,
+    shape_of: _Shapes,
     source: Source,
 ) -> Pod:
-    shape = PodShape(requests=requests(pod.requests), priority_class=pod.priority_class, terminating=deadline)
+    shape = shape_of(pod.requests, pod.priority_class, deadline)
     known = classes.get(pod.priority_class or "")
     never = known.preempt_never if known is not None else False
     # The Priority admission plugin wrote spec.priority when the pod was created: it is the pod's priority now,
@@ -143,13 +150,14 @@ def running_pods(
     """Every pod the snapshot shows bound to a node of the simulation and not finished, with its node index."""
     index = {node.name: i for i, node in enumerate(nodes)}
     out: list[tuple[Pod, int]] = []
-    # A snapshot's 20,000 agents' pods write a few distinct requests: each read as amounts once.
-    requests = functools.lru_cache(maxsize=None)(_requests)
+    # A snapshot's 20,000 agents' pods write a few distinct requests: each read as amounts, and made a shape, once.
+    # One frozen shape for all the pods alike also lets the quota and feasibility memos (keyed by the shape) hit.
+    shape_of = functools.lru_cache(maxsize=None)(_shape)
     source = Source(None, raw=RUNNING)  # one for all: a frozen record of no pod's own
     for pod in snapshot.pods:
         if pod.holds_resources and pod.node_name in index:
             deadline = terminating(snapshot, pod)
-            made = _running_pod(pod, deadline, classes, -len(snapshot.pods) + len(out), requests, source)
+            made = _running_pod(pod, deadline, classes, -len(snapshot.pods) + len(out), shape_of, source)
             out.append((made, index[pod.node_name]))
     return out
 
