@@ -164,3 +164,27 @@ def test_only_kube_schedulers_failed_scheduling_event_is_cut(event: str, schedul
     row = _as_event({"event": event, "message": message}, scheduler)
     assert (row["shown"] != message) is cut and row["message"] is message
     assert row["whole"] == (len(message) if cut else None)
+
+
+@pytest.mark.parametrize(
+    ("kind", "first", "named"),
+    [
+        ("Deployment", "llm-2", 'Error creating: pods "llm-<hash>-2" is forbidden: exceeded quota'),
+        ("StatefulSet", "llm-2", 'create Pod llm-2 in StatefulSet llm failed error: pods "llm-2" is forbidden'),
+    ],
+)
+def test_the_text_report_shows_one_workloads_quota_refusals_once_though_each_names_its_pod(
+    tmp_path: Path, kind: str, first: str, named: str
+) -> None:
+    """The API server names the pod it refuses (for a Deployment's pod, the name it generated); the text report masks
+    that name to see the replicas refused alike, and shows them as one run of pods under the first one's message."""
+    path = tmp_path / "blueprint.yaml"
+    text = fleet(pools=1, replicas=6).replace("quota: {pool-000: unlimited}", "quota: {pool-000: {gpu: 2}}")
+    path.write_text(text.replace("kind: Deployment", f"kind: {kind}"), encoding="utf-8")
+    _, report = simulate(path)
+    _, document = simulate(path, "--output", "json")
+    pods = resolved(json.loads(document))
+    assert [pod for pod, _, _ in pods] == ["llm-2", "llm-3", "llm-4", "llm-5"]
+    assert len({message for _, message, _ in pods}) == 4  # each names its own pod, as the API server wrote
+    assert f"  ml/{first} .. llm-5 (4 pods)  FailedCreate\n    {named}" in report
+    assert report.count("exceeded quota") == 1

@@ -9,7 +9,7 @@ made a 60 MB document. That is a change of the document's keys, so it is Simulat
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +25,7 @@ from gpustack.simulate.hints import PoolRejections, Stock, explain, pool_stock
 from gpustack.simulate.messages import EVENT_NOTE_LIMIT, event_note
 from gpustack.simulate.pods import DEFAULT_SCHEDULER, PODS
 from gpustack.simulate.quota import format_quantity
-from gpustack.simulate.simulation import FAILED_SCHEDULING
+from gpustack.simulate.simulation import FAILED_CREATE, FAILED_SCHEDULING
 from gpustack.templating import package_template
 
 # (document, path) -> where it is: document is "blueprint" or "scenario".
@@ -150,10 +150,13 @@ def _pools(simulation: Simulation) -> list[dict[str, Any]]:
 
 
 def _quotas(simulation: Simulation) -> list[dict[str, Any]]:
-    tenants = simulation.context.blueprint.tenants
+    tenant_of: dict[str, str] = {}
+    for owner in simulation.context.blueprint.tenants:
+        for namespace in owner.namespaces:
+            tenant_of.setdefault(namespace, owner.name)  # the first tenant listing it, as a search in order finds
     out = []
     for quota, used in simulation.outcome.quotas:
-        tenant = next((t.name for t in tenants if quota.namespace in t.namespaces), None)
+        tenant = tenant_of.get(quota.namespace)
         out.append(
             {
                 "tenant": tenant,
@@ -316,12 +319,25 @@ def _placement_line(placement: dict[str, Any]) -> str:
     return f"    {placement['pod']} -> {placement['node']}{after}{over}\n"
 
 
+# Where a FailedCreate message names its pod: `[Error creating: ]pods "<pod>" is forbidden: ...`, or a StatefulSet's
+# `create Pod <pod> in StatefulSet <set> failed error: pods "<pod>" is forbidden: ...` (simulate/controllers.py).
+_POD_NAMED = re.compile(r'(?<=^create Pod )[^ ]+|(?<=pods ")[^"]*(?=")')
+
+
 def _grouped(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Runs of pods of one workload with the same event, message and hint, shown once (JSON keeps every pod)."""
+    """Runs of pods of one workload with the same event, message and hint, shown once (JSON keeps every pod).
+
+    Only the API server's refusals (FailedCreate) name their pod, as the API server named it (a Deployment's pod
+    `<replicaset>-<suffix>`, not the simulated `<deployment>-<index>`): the name is masked there. Other messages are
+    compared as they are, unsearched: a FailedScheduling message holds a clause per pool's taint (64 kB at 1,000
+    pools), which every pending replica shares."""
     groups: list[dict[str, Any]] = []
     for item in pending:
-        message = item["message"].replace(f'"{item["pod"]}"', '"*"')  # quota refusals name their pod
-        key = (item["namespace"], item["workload"], item["event"], message, json.dumps(item["hint"]))
+        message = item["message"]
+        if item["event"] == FAILED_CREATE:
+            message = _POD_NAMED.sub("*", message, count=2)
+        hint = None if item["hint"] is None else tuple(item["hint"].items())
+        key = (item["namespace"], item["workload"], item["event"], message, hint)
         if groups and groups[-1]["key"] == key:
             groups[-1]["pods"].append(item["pod"])
         else:
