@@ -25,7 +25,7 @@ from gpustack.simulate.filters import (
 )
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.messages import KubeVersion
-from gpustack.simulate.placement import KubeJudge
+from gpustack.simulate.placement import KubeJudge, Settled
 from gpustack.simulate.pods import NO_SCHEDULE_EFFECTS, PodShape, Requirement, Taint, Term, Toleration
 from gpustack.simulate.preemption import Preemption, find_preemption
 from gpustack.simulate.scheduler import Refusals, Unplaced, schedule_pod
@@ -220,13 +220,15 @@ def test_settled_refusals_are_what_the_static_filters_say_of_each_class(
     judge = KubeJudge(VERSION)
     for shape in pod_shapes * 2:  # the second time from the judge's memory
         settled = judge.settled(cluster, shape)
-        for node_class, refusal in zip(cluster.classes, settled, strict=True):
+        for node_class, refusal in zip(cluster.classes, settled.refusals, strict=True):
             verdict = static_verdict(shape, node_class.node, VERSION)
             if verdict is None:
                 assert refusal is None
             else:
                 assert refusal is not None
                 assert (refusal.verdict, refusal.count) == (verdict, len(node_class.members))
+        # The tally, adjusted from the fleet's first refusals by the classes the shape may tolerate, is a recount.
+        assert settled == Settled.of(settled.refusals)
 
 
 @st.composite

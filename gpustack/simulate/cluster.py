@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gpustack.simulate.demand import Pod
 from gpustack.simulate.index import ClassIndex
@@ -52,6 +53,14 @@ class Cluster:
         self.generation = 0  # counts binds and unbinds: equal generations, equal state
         self.fit_scores: FitScores = {}  # placement's memo of scores, which depend on no state but a group's usage
         self.claim_nodes: dict[str, int] = {}  # shared ResourceClaim -> the node its first holder was allocated on
+
+    @cached_property
+    def pool_classes(self) -> dict[str | None, tuple[int, ...]]:
+        """Each pool's classes, in class order (hints read a pending pod's refusals in its own pool)."""
+        found: dict[str | None, list[int]] = {}
+        for node_class in self.classes:
+            found.setdefault(node_class.node.pool, []).append(node_class.index)
+        return {pool: tuple(indexes) for pool, indexes in found.items()}
 
     def groups(self, class_index: int) -> Iterator[tuple[Usage, int, int]]:
         """(usage, node count, first node index) of every non-empty group of the class."""

@@ -24,7 +24,7 @@ from gpustack.simulate.filters import Verdict
 from gpustack.simulate.group import GROUP_INCOMPLETE
 from gpustack.simulate.inventory import Node
 from gpustack.simulate.kai import OVER_LIMIT
-from gpustack.simulate.placement import Rejection
+from gpustack.simulate.placement import Rejection, by_classes
 from gpustack.simulate.pods import Requirement, Taint, Toleration
 from gpustack.simulate.simulation import Pending
 from gpustack.taints import taint_text
@@ -92,7 +92,8 @@ def explain(
     if known is not None and known[0] is pending.rejections:
         mine = known[1]
     else:
-        mine = [r for r in pending.rejections if pool is None or cluster.classes[r.node_class].node.pool == pool.name]
+        classes = None if pool is None else cluster.pool_classes.get(pool.name, ())
+        mine = list(pending.rejections) if classes is None else by_classes(pending.rejections, classes)
         if in_pool is not None:
             in_pool[key] = (pending.rejections, mine)
     if not mine:

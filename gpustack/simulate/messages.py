@@ -7,7 +7,8 @@ version difference the reference pins is a method of `KubeVersion`, so a test ca
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 NO_NODES = "no nodes available to schedule pods"
@@ -111,10 +112,49 @@ def histogram(reasons: Mapping[str, int]) -> list[str]:
     return sorted(f"{count} {reason}" for reason, count in reasons.items())
 
 
-def fit_error(nodes: int, reasons: Mapping[str, int], post_filter: str = "") -> str:
+@dataclass(frozen=True)
+class Histogram:
+    """Reason -> node count, with `histogram`'s entries kept sorted beside it (`entries == histogram(counts)`).
+
+    Why: at 1,000 tainted pools a pod that fits nowhere is refused by a clause per pool's taint, and every pending
+    workload's message counts the same thousand refusals but for its own few pools. The fleet's histogram is made
+    once and each message's is this one `plus` what differs: a copy of the sorted entries with those few moved
+    (bisect), not a thousand entries worded and sorted again per workload. `histogram(counts)` is the fallback and
+    the reference (tests/test_simulate_property.py compares them).
+    """
+
+    counts: Mapping[str, int]
+    entries: Sequence[str]
+
+    @staticmethod
+    def of(counts: Mapping[str, int]) -> Histogram:
+        return Histogram(dict(counts), histogram(counts))
+
+    def plus(self, changes: Mapping[str, int]) -> Histogram:
+        """This histogram with each change's nodes added to its reason (taken away where negative); a reason counted
+        down to 0 leaves it."""
+        if not any(changes.values()):
+            return self
+        counts, entries = dict(self.counts), list(self.entries)
+        for reason, change in changes.items():
+            if not change:
+                continue
+            old = counts.pop(reason, 0)
+            if old:
+                del entries[bisect_left(entries, f"{old} {reason}")]
+            new = old + change
+            if new < 0:
+                raise ValueError(f"{reason!r}: {old} nodes less {-change}")
+            if new:
+                counts[reason] = new
+                insort(entries, f"{new} {reason}")
+        return Histogram(counts, entries)
+
+
+def fit_error(nodes: int, reasons: Mapping[str, int] | Histogram, post_filter: str = "") -> str:
     """FitError.Error(): `0/N nodes are available: <histogram>. <post-filter>`."""
     message = f"0/{nodes} nodes are available:"
-    entries = histogram(reasons)
+    entries = reasons.entries if isinstance(reasons, Histogram) else histogram(reasons)
     if entries:
         message += f" {', '.join(entries)}."
     if post_filter:

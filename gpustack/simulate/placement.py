@@ -9,8 +9,10 @@ kube-scheduler on large clusters also stops filtering after enough feasible node
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Protocol
 
 from gpustack.simulate.cluster import Cluster
@@ -25,7 +27,7 @@ from gpustack.simulate.filters import (
     taint_penalty,
     volcano_verdict,
 )
-from gpustack.simulate.messages import KubeVersion
+from gpustack.simulate.messages import Histogram, KubeVersion
 from gpustack.simulate.node_class import FitScores, NodeClass, Usage
 from gpustack.simulate.pods import PodShape
 
@@ -39,9 +41,8 @@ class Judge(Protocol):
         """Why the class's nodes with this usage refuse the pod, or None; `single`: a one-node class."""
         ...
 
-    def settled(self, cluster: Cluster, shape: PodShape) -> Sequence[Rejection | None] | None:
-        """Per class, the refusal of all its nodes that no usage changes (None where usage decides), or None
-        when this judge's refusals all depend on usage."""
+    def settled(self, cluster: Cluster, shape: PodShape) -> Settled | None:
+        """The refusals of the shape that no usage changes, or None when this judge's refusals all depend on usage."""
         ...
 
 
@@ -54,6 +55,85 @@ class Rejection:
     verdict: Verdict
     count: int
     node: int | None = None  # set when judged node by node
+
+
+_CLASS_OF = attrgetter("node_class")
+
+
+@dataclass(frozen=True)
+class Settled:
+    """One shape's refusals that no usage changes, and what kube-scheduler's message counts of them.
+
+    All are static filters' (cordon, taint, node affinity), so all unresolvable: preemption counts their nodes as
+    "not helpful" and tries none of them.
+    """
+
+    refusals: tuple[Rejection | None, ...]  # per class; None where usage decides
+    listed: tuple[Rejection, ...]  # the refusals that are not None, in class order
+    open: tuple[int, ...]  # the classes where usage decides, in order
+    histogram: Histogram  # the refusals' reasons -> nodes
+    nodes: int  # the nodes they refuse
+
+    @staticmethod
+    def of(refusals: tuple[Rejection | None, ...]) -> Settled:
+        listed = tuple(filter(None, refusals))
+        counts: dict[str, int] = {}
+        for rejection in listed:
+            for reason in rejection.verdict.reasons:
+                counts[reason] = counts.get(reason, 0) + rejection.count
+        open_classes = tuple(i for i, r in enumerate(refusals) if r is None)
+        return Settled(refusals, listed, open_classes, Histogram.of(counts), sum(r.count for r in listed))
+
+    def replacing(self, changed: dict[int, Rejection | None]) -> Settled:
+        """These refusals with a few classes' replaced: the cost of the few, not of every class."""
+        refusals = list(self.refusals)
+        changes: dict[str, int] = {}
+        nodes = self.nodes
+        opened: set[int] = set()
+        closed: set[int] = set()
+        for index, refusal in changed.items():
+            for sign, rejection in ((-1, refusals[index]), (1, refusal)):
+                if rejection is not None:
+                    nodes += sign * rejection.count
+                    for reason in rejection.verdict.reasons:
+                        changes[reason] = changes.get(reason, 0) + sign * rejection.count
+            (opened if refusal is None else closed).add(index)
+            refusals[index] = refusal
+        listed = tuple(filter(None, refusals))  # a Rejection is always true: C's filter, not a loop per class
+        open_classes = tuple(sorted(set(self.open).difference(closed).union(opened)))
+        return Settled(tuple(refusals), listed, open_classes, self.histogram.plus(changes), nodes)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Every refusal of a pod that found no node, in class order, and how each was found.
+
+    `settled`: the shape's refusals no usage changes, tallied once per shape (None: every refusal was judged);
+    `judged`: the rest, judged on the classes' usage now. kube-scheduler's message adds the two, so a pod that
+    fits nowhere is worded at the cost of the classes it may use.
+    """
+
+    rejections: tuple[Rejection, ...]
+    judged: tuple[Rejection, ...]
+    settled: Settled | None = None
+
+    def reasons(self) -> Histogram:
+        """Reason -> nodes over every refusal, as kube-scheduler's filter histogram counts them."""
+        counts: dict[str, int] = {}
+        for rejection in self.judged:
+            for reason in rejection.verdict.reasons:
+                counts[reason] = counts.get(reason, 0) + rejection.count
+        return Histogram.of(counts) if self.settled is None else self.settled.histogram.plus(counts)
+
+
+def by_classes(rejections: Sequence[Rejection], classes: Iterable[int]) -> list[Rejection]:
+    """The refusals by these classes' nodes, in order. `place` gives refusals in class order, so each class's are
+    found by bisection: a pending workload's refusals in its own pool cost that pool's classes, not the fleet's."""
+    found: list[Rejection] = []
+    for index in classes:
+        start = bisect_left(rejections, index, key=_CLASS_OF)
+        found += rejections[start : bisect_right(rejections, index, lo=start, key=_CLASS_OF)]
+    return found
 
 
 @dataclass(frozen=True)
@@ -78,25 +158,26 @@ class KubeJudge:
     # Keyed by the shape's identity: pods of one workload share one shape, and hashing a shape is not cheap.
     _static: dict[tuple[int, int], Verdict | None] = field(default_factory=dict)
     _shapes: list[PodShape] = field(default_factory=list)  # keeps every keyed shape alive, so ids stay unique
-    _settled: dict[int, tuple[Rejection | None, ...]] = field(default_factory=dict)  # id(shape) -> per class
-    _first_refusals: tuple[Rejection | None, ...] | None = None  # per class: its cordon's or first hard taint's
+    _settled: dict[int, Settled] = field(default_factory=dict)  # id(shape) -> its settled refusals
+    _first_refusals: Settled | None = None  # per class: its cordon's or first hard taint's
     # (id(shape), class index, usage) -> the verdict: a filter's answer is a function of those three, and the
     # replicas of a workload meet the same few groups' usages pod after pod (150,000 pods, 260,000 judgements).
     _verdicts: dict[tuple[int, int, Usage], Verdict | None] = field(default_factory=dict)
 
-    def settled(self, cluster: Cluster, shape: PodShape) -> tuple[Rejection | None, ...]:
+    def settled(self, cluster: Cluster, shape: PodShape) -> Settled:
+        """The fleet's first refusals (tallied once per judge) with the classes the shape may tolerate judged."""
         known = self._settled.get(id(shape))
         if known is not None:
             return known
         if self._first_refusals is None:
-            self._first_refusals = tuple(self._first_refusal(c) for c in cluster.classes)
-        refusals = list(self._first_refusals)
+            self._first_refusals = Settled.of(tuple(self._first_refusal(c) for c in cluster.classes))
+        changed: dict[int, Rejection | None] = {}
         for index in cluster.index.tolerated(shape):
             node_class = cluster.classes[index]
             verdict = self._static_verdict(shape, node_class)
-            refusals[index] = None if verdict is None else Rejection(index, (), verdict, len(node_class.members))
+            changed[index] = None if verdict is None else Rejection(index, (), verdict, len(node_class.members))
         self._shapes.append(shape)
-        self._settled[id(shape)] = settled = tuple(refusals)
+        self._settled[id(shape)] = settled = self._first_refusals.replacing(changed)
         return settled
 
     def _first_refusal(self, node_class: NodeClass) -> Rejection | None:
@@ -136,11 +217,12 @@ class VolcanoJudge:
         return None
 
 
-def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool) -> tuple[int | None, list[Rejection]]:
+def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool) -> tuple[int | None, Refused]:
     """The node index the pod goes to, or None and every refusal (the scheduler's message counts them all).
 
     A pod that fits is placed from the classes its shape can ever use (cluster.index), so placing it
-    costs its own pools, not the fleet; only a pod that fits nowhere has every class judged.
+    costs its own pools, not the fleet; a pod that fits nowhere has the classes its judge cannot settle
+    without usage judged, and the settled refusals of the rest copied in, in class order.
     """
     if not shape.mentions_hostname:
         candidates: list[_Candidate] = []
@@ -150,27 +232,52 @@ def place(cluster: Cluster, shape: PodShape, judge: Judge, most_allocated: bool)
                 if judge(shape, node_class, usage) is None:
                     candidates.append(_Candidate(node_class, usage, first))
         if candidates:
-            return _best(shape, candidates, most_allocated, cluster.fit_scores), []
+            return _best(shape, candidates, most_allocated, cluster.fit_scores), _NONE
     rejections: list[Rejection] = []
+    judged: list[Rejection] = []
     candidates = []
-    by_node = shape.mentions_hostname
-    settled = None if by_node else judge.settled(cluster, shape)
-    for node_class in cluster.classes:
-        if by_node:
-            _judge_nodes(cluster, shape, node_class, judge, rejections, candidates)
-            continue
-        if settled is not None and (refusal := settled[node_class.index]) is not None:
-            rejections.append(refusal)  # one refusal for the class: kube-scheduler's message counts nodes
-            continue
-        for usage, count, first in cluster.groups(node_class.index):
-            verdict = judge(shape, node_class, usage)
-            if verdict is None:
-                candidates.append(_Candidate(node_class, usage, first))
+    settled = None if shape.mentions_hostname else judge.settled(cluster, shape)
+    if settled is None:
+        for node_class in cluster.classes:
+            if shape.mentions_hostname:
+                _judge_nodes(cluster, shape, node_class, judge, judged, candidates)
             else:
-                rejections.append(Rejection(node_class.index, usage, verdict, count))
+                _judge_groups(cluster, shape, node_class, judge, judged, candidates)
+        rejections = judged
+    else:
+        listed, start = settled.listed, 0
+        for index in settled.open:
+            cut = bisect_left(listed, index, lo=start, key=_CLASS_OF)
+            rejections += listed[start:cut]  # the settled refusals of the classes before this one
+            start = cut
+            mark = len(judged)
+            _judge_groups(cluster, shape, cluster.classes[index], judge, judged, candidates)
+            rejections += judged[mark:]
+        rejections += listed[start:]
+    refused = Refused(tuple(rejections), tuple(judged), settled)
     if not candidates:
-        return None, rejections
-    return _best(shape, candidates, most_allocated, cluster.fit_scores), rejections
+        return None, refused
+    return _best(shape, candidates, most_allocated, cluster.fit_scores), refused
+
+
+_NONE = Refused((), ())
+
+
+def _judge_groups(
+    cluster: Cluster,
+    shape: PodShape,
+    node_class: NodeClass,
+    judge: Judge,
+    rejections: list[Rejection],
+    candidates: list[_Candidate],
+) -> None:
+    """Each group of the class (its nodes with one usage) judged once."""
+    for usage, count, first in cluster.groups(node_class.index):
+        verdict = judge(shape, node_class, usage)
+        if verdict is None:
+            candidates.append(_Candidate(node_class, usage, first))
+        else:
+            rejections.append(Rejection(node_class.index, usage, verdict, count))
 
 
 def _judge_nodes(

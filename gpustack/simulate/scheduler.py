@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
 
 from gpustack.simulate.claims import holds_claims
 from gpustack.simulate.cluster import Cluster
@@ -25,7 +24,7 @@ from gpustack.simulate.messages import (
     post_filter,
     preemption_fit_error,
 )
-from gpustack.simulate.placement import Judge, Rejection, place
+from gpustack.simulate.placement import Judge, Refused, Rejection, place
 from gpustack.simulate.pods import PodShape, Requirement, Term
 
 
@@ -56,11 +55,7 @@ def allocate(cluster: Cluster, shape: PodShape, node: int) -> None:
 class Unplaced:
     message: str
     rejections: tuple[Rejection, ...]
-
-    @cached_property
-    def resolvable(self) -> tuple[Rejection, ...]:
-        """The refusals eviction could cure: all that preemption looks at, for every replica refused alike."""
-        return tuple(r for r in self.rejections if not r.verdict.unresolvable)
+    resolvable: tuple[Rejection, ...] = ()  # the refusals eviction could cure: all that preemption looks at
 
 
 # (id(shape), priority, preempt_never) -> (cluster generation, shape, why it stayed pending then)
@@ -89,36 +84,35 @@ def schedule_pod(
     known = refusals.get(key) if refusals is not None else None
     if known is not None and known[0] == cluster.generation and known[1] is pod.shape:
         return known[2]
-    node, rejections = place(cluster, shape, judge, most_allocated)
+    node, refused = place(cluster, shape, judge, most_allocated)
     if node is not None:
         cluster.bind(pod, node)
         allocate(cluster, pod.shape, node)
         return node
-    unplaced = Unplaced(failed_scheduling(cluster, pod, rejections, version), tuple(rejections))
+    resolvable = tuple(r for r in refused.judged if not r.verdict.unresolvable)  # settled ones never are
+    unplaced = Unplaced(failed_scheduling(cluster, pod, refused, version), refused.rejections, resolvable)
     if refusals is not None:
         refusals[key] = (cluster.generation, pod.shape, unplaced)
     return unplaced
 
 
-def failed_scheduling(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str:
-    reasons: Counter[str] = Counter()
-    for rejection in rejections:
-        for reason in rejection.verdict.reasons:
-            reasons[reason] += rejection.count
-    preemption = _preemption(cluster, pod, rejections, version)
+def failed_scheduling(cluster: Cluster, pod: Pod, refused: Refused, version: KubeVersion) -> str:
+    preemption = _preemption(cluster, pod, refused, version)
     claims = holds_claims(pod.shape)
     post = post_filter(version, preemption, claims=claims) if preemption is not None else ""
-    return fit_error(len(cluster.nodes), reasons, post)
+    return fit_error(len(cluster.nodes), refused.reasons(), post)
 
 
-def _preemption(cluster: Cluster, pod: Pod, rejections: list[Rejection], version: KubeVersion) -> str | None:
+def _preemption(cluster: Cluster, pod: Pod, refused: Refused, version: KubeVersion) -> str | None:
     """DefaultPreemption's message; None when some node would make room (the pod is then nominated)."""
     if pod.preempt_never:
         return NOT_ELIGIBLE_NEVER
     reasons: Counter[str] = Counter()
+    if refused.settled is not None and refused.settled.nodes:
+        reasons[NOT_HELPFUL] = refused.settled.nodes  # static filters' refusals: eviction changes none of them
     # Pods are scheduled highest priority first, so lower-priority victims exist only if some were bound before.
     any_victims = cluster.lowest_priority is not None and cluster.lowest_priority < pod.priority
-    for rejection in rejections:
+    for rejection in refused.judged:
         if rejection.verdict.unresolvable:
             reasons[NOT_HELPFUL] += rejection.count
         elif not any_victims:

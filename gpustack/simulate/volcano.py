@@ -43,9 +43,9 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
     bound: list[tuple[Pod, int]] = []
     failed: tuple[Pod, str, tuple[Rejection, ...]] | None = None
     for pod in pods:
-        node, rejections = place(cluster, pod.shape, judge, most_allocated=binpack)
+        node, refused = place(cluster, pod.shape, judge, most_allocated=binpack)
         if node is None:
-            failed = (pod, _nodes_error(cluster, rejections), tuple(rejections))
+            failed = (pod, _nodes_error(cluster, refused.rejections), refused.rejections)
             break
         cluster.bind(pod, node)
         bound.append((pod, node))
@@ -74,7 +74,7 @@ def allocate_gang(cluster: Cluster, spec: GangSpec, pods: list[Pod], judge: Judg
     return GangResult((), tuple(pending), message, len(bound))
 
 
-def _nodes_error(cluster: Cluster, rejections: list[Rejection]) -> str:
+def _nodes_error(cluster: Cluster, rejections: tuple[Rejection, ...]) -> str:
     reasons: Counter[str] = Counter()
     for rejection in rejections:
         for reason in rejection.verdict.reasons:
