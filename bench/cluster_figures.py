@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cluster import NODES_PER_POOL, POOLS_PER_SCALE, cluster_snapshot
-from timing import Target, by_scale, parse_floor, run_command
+from timing import Measured, Target, by_scale, parse_floor, run_command
 
 
 def snapshot_floor(path: str) -> None:
@@ -37,7 +37,7 @@ def cluster_actions(scale: int, folder: Path) -> dict[str, Callable[[], object]]
 CLUSTER_STAGES = ("import", "drift", "simulate --cluster")
 
 
-def measure_cluster(folder: Path, repeat: int) -> dict[int, dict[str, float]]:
+def measure_cluster(folder: Path, repeat: int) -> Measured:
     """The cluster stage's figures at 1x and 10x, interleaved as measure_shape's are."""
     return by_scale(repeat, cluster_actions(1, folder), cluster_actions(10, folder))
 
@@ -67,7 +67,8 @@ def cluster_limits(folder: Path) -> dict[str, tuple[float, int]]:
 
 def report_cluster(folder: Path, repeat: int) -> list[Target]:
     sizes = {scale: (folder / f"cluster-{scale}x.yaml") for scale in (1, 10)}
-    rows = measure_cluster(folder, repeat)
+    measured = measure_cluster(folder, repeat)
+    rows = measured.rows
     described = ", ".join(
         f"{scale}x {path.stat().st_size / 2**20:.2f} MiB ({POOLS_PER_SCALE * scale * NODES_PER_POOL:,} nodes and "
         f"pods, {POOLS_PER_SCALE * scale:,} pools)"
@@ -78,9 +79,9 @@ def report_cluster(folder: Path, repeat: int) -> list[Target]:
         f"{'cluster':<11} {'scale':>5} | {'floor':>6} | " + " | ".join(f"{s:>18} {'ratio':>6}" for s in CLUSTER_STAGES)
     )
     for scale, row in rows.items():
-        figures = " | ".join(f"{row[s]:>18.3f} {row[s] / row['floor']:>5.1f}x" for s in CLUSTER_STAGES)
+        figures = " | ".join(f"{row[s]:>18.3f} {measured.ratio(s, 'floor', scale):>5.1f}x" for s in CLUSTER_STAGES)
         print(f"{'cluster':<11} {scale:>4}x | {row['floor']:>6.3f} | {figures}")
-    growth = {stage: rows[10][stage] / rows[1][stage] for stage in ("floor", *CLUSTER_STAGES)}
+    growth = {stage: measured.growth(stage) for stage in ("floor", *CLUSTER_STAGES)}
     print("cluster     growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
     limits = cluster_limits(folder)
     print(
@@ -98,7 +99,7 @@ def report_cluster(folder: Path, repeat: int) -> list[Target]:
                 10,
                 limits[stage][0],
                 " s",
-                f"{rows[10][stage] / rows[10]['floor']:.1f}x the {floors}",
+                f"{measured.ratio(stage, 'floor'):.1f}x the {floors}",
             ),
             Target(f"cluster 10x {stage} peak (GiB)", 1, limits[stage][1] / 2**30, "G", "tracemalloc"),
             Target(f"cluster growth 1x->10x {stage}", 11, growth[stage], "x", floors),

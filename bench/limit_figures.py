@@ -104,7 +104,8 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
     JSON; simulate's work after reading (as the shapes' simulate figure); peaks; the JSON report's size over the
     text's."""
     one, ten = kube_limit_actions(1, folder), kube_limit_actions(10, folder)
-    rows = by_scale(repeat, {stage: one[stage] for stage in STAGES}, {stage: ten[stage] for stage in STAGES})
+    measured = by_scale(repeat, {stage: one[stage] for stage in STAGES}, {stage: ten[stage] for stage in STAGES})
+    rows = measured.rows
     peaks = {stage: peak(ten[stage]) for stage in ("simulate", "simulate json")}
     sizes = output_sizes(folder, 10)
     for scale in (1, 10):
@@ -114,11 +115,11 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
             f"kube-limit {scale:>4}x | {kube_pods(scale):,} pods on {kube_nodes(scale):,} nodes, {50 * scale} "
             f"tenants | work after reading {t['work']:.3f} s\n"
             f"{'':>17}| whole, YAML snapshot ({snapshot.stat().st_size / 2**20:.1f} MiB): {t['simulate']:.3f} s, "
-            f"floor {t['floor']:.3f} s: {t['simulate'] / t['floor']:.2f}x\n"
+            f"floor {t['floor']:.3f} s: {measured.ratio('simulate', 'floor', scale):.2f}x\n"
             f"{'':>17}| whole, JSON snapshot ({as_json.stat().st_size / 2**20:.1f} MiB): {t['simulate json']:.3f} s, "
-            f"floor {t['floor json']:.3f} s: {t['simulate json'] / t['floor json']:.2f}x"
+            f"floor {t['floor json']:.3f} s: {measured.ratio('simulate json', 'floor json', scale):.2f}x"
         )
-    growth = {stage: rows[10][stage] / rows[1][stage] for stage in STAGES}
+    growth = {stage: measured.growth(stage) for stage in STAGES}
     print(
         "kube-limit growth 1x->10x (pods 10x): "
         + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items())
@@ -128,7 +129,7 @@ def report_kube_limit(folder: Path, repeat: int) -> list[Target]:
     )
 
     def over(stage: str, floor: str) -> str:
-        return f"{rows[10][stage] / rows[10][floor]:.2f}x its floor of {rows[10][floor]:.3f} s"
+        return f"{measured.ratio(stage, floor):.2f}x its floor of {rows[10][floor]:.3f} s"
 
     def grew(stage: str, floor: str) -> Target:
         return Target(f"kube-limit growth 1x->10x {stage}", 11, growth[stage], "x", f"{floor} {growth[floor]:.1f}x")

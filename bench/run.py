@@ -2,9 +2,10 @@
 
 Run: python bench/run.py [--repeat N] [--quick] [--cluster] [--kube-limit] [--profile STAGE]
 
-Each figure is the median of N runs (10 N at 1x, whose figures are ten times smaller); a stage and its floor
-run alternately, and so do a stage's 10x and 1x runs, so a neighbour's load slows both sides of every ratio.
-Read the ratios, not the seconds: seconds move with the machine, ratios much less.
+Each figure is the median of N repeats (in each, ten runs at 1x, whose figures are ten times smaller); a stage
+and its floor run alternately, and so do a stage's 10x and 1x runs, so a neighbour's load slows both sides of every
+ratio, and each ratio is the median of the N taken repeat by repeat (timing.Measured). Read the ratios, not the
+seconds: seconds move with the machine, ratios much less. The run ends with a host probe taken at its start and end.
 
   compile    `gpustack compile BP -o -`'s work (read, validate, compile, render the stream), against
              libyaml doing the same reading and writing: `yaml.CSafeLoader` parses BP and
@@ -63,7 +64,19 @@ import yaml  # noqa: E402
 from cluster_figures import CLUSTER_STAGES, cluster_actions, report_cluster  # noqa: E402
 from fleet import few_pools, grown, many_pools  # noqa: E402
 from limit_figures import kube_limit_actions, report_kube_limit  # noqa: E402
-from timing import Target, by_scale, collector_off, medians, parse_floor, print_targets, simulate, valid  # noqa: E402
+from timing import (  # noqa: E402
+    Measured,
+    Target,
+    by_scale,
+    collector_off,
+    host_probe,
+    medians,
+    parse_floor,
+    print_targets,
+    probe_line,
+    simulate,
+    valid,
+)
 
 from gpustack.capacity import capacity_data, measure_capacity  # noqa: E402
 from gpustack.capacity import format_text as capacity_text  # noqa: E402
@@ -174,9 +187,9 @@ def shape_actions(shape: str, scale: int, folder: Path, with_reviews: bool) -> d
     return actions
 
 
-def measure_shape(shape: str, folder: Path, repeat: int) -> dict[int, dict[str, float]]:
+def measure_shape(shape: str, folder: Path, repeat: int) -> Measured:
     """Every figure of the shape at 1x and 10x, each 10x run followed by ten runs of the same stage at 1x: a growth
-    figure divides two medians taken side by side, and each rests on about as many seconds of work."""
+    figure divides figures taken side by side, and each rests on about as many seconds of work."""
     one = shape_actions(shape, 1, folder, with_reviews=False)
     return by_scale(repeat, one, shape_actions(shape, 10, folder, with_reviews=True))
 
@@ -245,7 +258,7 @@ def profile(stage: str, shape: str, scale: int, folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--repeat", type=int, default=3, help="runs per 10x figure (ten times as many at 1x); the median counts"
+        "--repeat", type=int, default=3, help="repeats per figure (ten runs at 1x in each); the median counts"
     )
     parser.add_argument("--quick", action="store_true", help="many-pools shapes only, no --help and memory figures")
     parser.add_argument("--cluster", action="store_true", help="only the cluster stage (import, drift, simulate)")
@@ -281,19 +294,24 @@ def main() -> None:
         if options.profile:
             profile(options.profile, options.shape, options.scale, folder)
             return
+        probe = many_pools(10)
+        start = host_probe(probe)
         if options.cluster or options.kube_limit:
             print("every floor runs with the cyclic collector off (gc.disable()), as gpustack's own stages do")
             print_targets(
                 report_cluster(folder, options.repeat) if options.cluster else report_kube_limit(folder, options.repeat)
             )
-            return
-        report(options, folder)
+        else:
+            report(options, folder)
+        print(probe_line(probe, start))
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
 
 
 def report(options: argparse.Namespace, folder: Path) -> None:
     print(
         f"python {sys.version.split()[0]}, PyYAML {yaml.__version__}, libyaml {yaml.__with_libyaml__}, "
-        f"median of {options.repeat} (of {options.repeat * 10} at 1x), CPU seconds of this process "
+        f"median of {options.repeat} repeats (ten runs at 1x in each; ratios taken repeat by repeat), CPU seconds "
+        "of this process "
         f"(time.process_time), {os.cpu_count()} CPUs, "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
@@ -305,30 +323,19 @@ def report(options: argparse.Namespace, folder: Path) -> None:
     )
     targets: list[Target] = []
     for shape in shapes:
-        rows = measure_shape(shape, folder, options.repeat)
-        for scale, row in rows.items():
-            reviews = (
-                f"{row['diff']:>6.2f} {row['diff'] / row['compile']:>4.2f}x | "
-                f"{row['capacity']:>8.2f} {row['capacity'] / row['compile']:>4.2f}x"
-                if "diff" in row
-                else f"{'':>6} {'':>5} | {'':>8} {'':>5}"
-            )
-            print(
-                f"{shape:<11} {scale:>4}x | {row['validate']:>8.3f} {row['parse floor']:>6.3f} "
-                f"{row['validate'] / row['parse floor']:>4.2f}x | {row['compile']:>7.3f} {row['compile floor']:>6.3f} "
-                f"{row['compile'] / row['compile floor']:>4.2f}x | {row['simulate']:>8.3f} "
-                f"{row['simulate'] / row['compile floor']:>4.2f}x | {reviews}"
-            )
+        measured = measure_shape(shape, folder, options.repeat)
+        for scale in (1, 10):
+            print(shape_line(shape, scale, measured))
         stages = ("validate", "parse floor", "compile", "compile floor", "simulate", "linear floor")
-        growth = {stage: rows[10][stage] / rows[1][stage] for stage in stages}
+        growth = {stage: measured.growth(stage) for stage in stages}
         print(f"{shape:<11} growth 1x->10x: " + ", ".join(f"{stage} {value:.1f}x" for stage, value in growth.items()))
-        both = rows[10]["compile both"]
+        ten = measured.rows[10]
         print(
-            f"{shape:<11} rollout of every pool retainted (10x, -o script): {rows[10]['rollout']:.2f} s, compile of "
-            f"both sides {both:.2f} s: {rows[10]['rollout'] / both:.2f}x (goal <= 2x)"
+            f"{shape:<11} rollout of every pool retainted (10x, -o script): {ten['rollout']:.2f} s, compile of "
+            f"both sides {ten['compile both']:.2f} s: {measured.ratio('rollout', 'compile both'):.2f}x (goal <= 2x)"
         )
         if shape == "many-pools":
-            targets += shape_targets(rows, growth)
+            targets += shape_targets(measured, growth)
     if options.quick:
         print_targets(targets)
         return
@@ -346,31 +353,51 @@ def report(options: argparse.Namespace, folder: Path) -> None:
     print_targets(targets)
 
 
-def shape_targets(rows: dict[int, dict[str, float]], growth: dict[str, float]) -> list[Target]:
+def shape_line(shape: str, scale: int, measured: Measured) -> str:
+    """One row of the shapes' table: each stage's median seconds and its ratio (repeat by repeat) at this scale."""
+    row = measured.rows[scale]
+
+    def ratio(stage: str, over: str) -> str:
+        return f"{measured.ratio(stage, over, scale):>4.2f}x"
+
+    reviews = (
+        f"{row['diff']:>6.2f} {ratio('diff', 'compile')} | {row['capacity']:>8.2f} {ratio('capacity', 'compile')}"
+        if "diff" in row
+        else f"{'':>6} {'':>5} | {'':>8} {'':>5}"
+    )
+    return (
+        f"{shape:<11} {scale:>4}x | {row['validate']:>8.3f} {row['parse floor']:>6.3f} "
+        f"{ratio('validate', 'parse floor')} | {row['compile']:>7.3f} {row['compile floor']:>6.3f} "
+        f"{ratio('compile', 'compile floor')} | {row['simulate']:>8.3f} "
+        f"{ratio('simulate', 'compile floor')} | {reviews}"
+    )
+
+
+def shape_targets(measured: Measured, growth: dict[str, float]) -> list[Target]:
     """Issue 28's goals at many-pools 10x, each with the floor figures its ratio divides by."""
-    ten = rows[10]
+    ten, ratio = measured.rows[10], measured.ratio
     compile_s = f"compile {ten['compile']:.3f} s"
     return [
         Target(
             "many-pools 10x compile / C parse+emit floor",
             1.5,
-            ten["compile"] / ten["compile floor"],
+            ratio("compile", "compile floor"),
             "x",
             f"floor {ten['compile floor']:.3f} s, {compile_s}",
         ),
         Target(
             "many-pools 10x validate / C parse floor",
             1.2,
-            ten["validate"] / ten["parse floor"],
+            ratio("validate", "parse floor"),
             "x",
             f"floor {ten['parse floor']:.3f} s, validate {ten['validate']:.3f} s",
         ),
-        Target("many-pools 10x diff / compile", 2, ten["diff"] / ten["compile"], "x", compile_s),
-        Target("many-pools 10x capacity / compile", 2, ten["capacity"] / ten["compile"], "x", compile_s),
+        Target("many-pools 10x diff / compile", 2, ratio("diff", "compile"), "x", compile_s),
+        Target("many-pools 10x capacity / compile", 2, ratio("capacity", "compile"), "x", compile_s),
         Target(
             "many-pools 10x rollout (every pool) / compile both",
             2,
-            ten["rollout"] / ten["compile both"],
+            ratio("rollout", "compile both"),
             "x",
             f"compile both {ten['compile both']:.3f} s, rollout {ten['rollout']:.3f} s",
         ),
@@ -379,7 +406,7 @@ def shape_targets(rows: dict[int, dict[str, float]], growth: dict[str, float]) -
             3,
             ten["simulate"],
             " s",
-            f"{ten['simulate'] / ten['compile floor']:.2f}x the compile floor of {ten['compile floor']:.3f} s",
+            f"{ratio('simulate', 'compile floor'):.2f}x the compile floor of {ten['compile floor']:.3f} s",
         ),
         *(
             Target(

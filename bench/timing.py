@@ -59,36 +59,72 @@ def timed(action: Callable[[], object], clock: Callable[[], float] = time.proces
     return clock() - start
 
 
+def repeats(
+    repeat: int,
+    actions: dict[str, Callable[[], object]],
+    runs: dict[str, int] | None = None,
+    clock: Callable[[], float] = time.process_time,
+) -> dict[str, list[float]]:
+    """Each action `repeat` times (`runs[name]` times as often where given), interleaved, so load from other
+    processes falls on all of them alike: name -> its seconds in each repeat (the median of that repeat's runs)."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(repeat):
+        for name, action in actions.items():
+            runs_now = [timed(action, clock) for _ in range((runs or {}).get(name, 1))]
+            times[name].append(statistics.median(runs_now))
+    return times
+
+
 def medians(
     repeat: int,
     actions: dict[str, Callable[[], object]],
     runs: dict[str, int] | None = None,
     clock: Callable[[], float] = time.process_time,
 ) -> dict[str, float]:
-    """Each action `repeat` times (`runs[name]` times as often where given), interleaved, so load from other
-    processes falls on all of them alike."""
-    times: dict[str, list[float]] = {name: [] for name in actions}
-    for _ in range(repeat):
-        for name, action in actions.items():
-            for _ in range((runs or {}).get(name, 1)):
-                times[name].append(timed(action, clock))
-    return {name: statistics.median(values) for name, values in times.items()}
+    """The median over `repeats` of each action's seconds."""
+    return {name: statistics.median(values) for name, values in repeats(repeat, actions, runs, clock).items()}
 
 
-def by_scale(
-    repeat: int, one: dict[str, Callable[[], object]], ten: dict[str, Callable[[], object]]
-) -> dict[int, dict[str, float]]:
-    """Each stage at 10x and at 1x (ten times as many runs at 1x), interleaved: scale -> stage -> median CPU s.
-    A stage `one` lacks is measured at 10x only."""
+@dataclass(frozen=True)
+class Measured:
+    """Each stage's seconds in each repeat at 1x and 10x (scale -> stage -> one figure per repeat).
+
+    A ratio is the median of the ratios taken repeat by repeat, each between runs made seconds apart, not the ratio
+    of two medians that may come from different minutes: on this shared machine a neighbour's load comes and goes
+    over minutes, and within one repeat it slows both sides of a ratio alike."""
+
+    times: dict[int, dict[str, list[float]]]
+
+    @property
+    def rows(self) -> dict[int, dict[str, float]]:
+        """scale -> stage -> median seconds."""
+        return {
+            scale: {stage: statistics.median(values) for stage, values in stages.items()}
+            for scale, stages in self.times.items()
+        }
+
+    def ratio(self, stage: str, over: str, scale: int = 10) -> float:
+        """`stage` over `over` at one scale, repeat by repeat."""
+        mine, theirs = self.times[scale][stage], self.times[scale][over]
+        return statistics.median(a / b for a, b in zip(mine, theirs, strict=True))
+
+    def growth(self, stage: str) -> float:
+        """`stage` at 10x over the same stage at 1x, repeat by repeat."""
+        ten, one = self.times[10][stage], self.times[1][stage]
+        return statistics.median(a / b for a, b in zip(ten, one, strict=True))
+
+
+def by_scale(repeat: int, one: dict[str, Callable[[], object]], ten: dict[str, Callable[[], object]]) -> Measured:
+    """Each stage at 10x and at 1x (ten runs at 1x for each at 10x, their median that repeat's 1x figure), each
+    stage's 10x run next to its 1x runs. A stage `one` lacks is measured at 10x only."""
     actions = {f"10 {stage}": action for stage, action in ten.items()}
     actions |= {f"1 {stage}": action for stage, action in one.items() if stage in ten}
     actions = dict(sorted(actions.items(), key=lambda item: list(ten).index(item[0].split(" ", 1)[1])))
-    times = medians(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")})
-    rows: dict[int, dict[str, float]] = {1: {}, 10: {}}
-    for name, seconds in times.items():
+    times: dict[int, dict[str, list[float]]] = {1: {}, 10: {}}
+    for name, values in repeats(repeat, actions, {name: 10 for name in actions if name.startswith("1 ")}).items():
         scale, stage = name.split(" ", 1)
-        rows[int(scale)][stage] = seconds
-    return rows
+        times[int(scale)][stage] = values
+    return Measured(times)
 
 
 def run_command(*argv: str, exits: tuple[int, ...] = (0,)) -> None:
@@ -136,6 +172,28 @@ class Target:
         goal = f"{self.goal:g}{self.unit}"
         measured = f"{self.measured:7.2f}{self.unit}"
         return f"  {self.figure:<52} goal <= {goal:<5} measured {measured:<9} {met:<6} | {self.floors}"
+
+
+def host_probe(text: str) -> float:
+    """The best of three parses of `text` by libyaml's C loader, collector off, in CPU seconds: the same work every
+    run, none of it gpustack's. Taken at a run's start and end, it says how loud the machine was around the figures:
+    on the 2-core development machine a neighbour's load slowed this same parse by up to half, CPU seconds and all."""
+
+    @collector_off
+    def parse() -> None:
+        yaml.load(text, Loader=yaml.CSafeLoader)
+
+    return min(timed(parse) for _ in range(3))
+
+
+def probe_line(text: str, start: float) -> str:
+    end = host_probe(text)
+    moved = abs(end - start) / min(start, end)
+    verdict = "steady" if moved <= 0.1 else "moved: a loud machine, read ratios taken side by side only"
+    return (
+        f"host probe (libyaml parsing many-pools 10x, collector off, best of 3): {start:.3f} s at the start, "
+        f"{end:.3f} s at the end ({verdict})"
+    )
 
 
 def print_targets(targets: list[Target]) -> None:
