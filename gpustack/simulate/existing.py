@@ -69,6 +69,9 @@ def _adopted(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterable[N
     """A selector pool's nodes the cluster already has take the places of the ones simulated for it, first ones first:
     an autoscaled pool with 3 of its 4 nodes running can add one, not 4 beside the 3."""
     out = list(nodes)
+    places: dict[str | None, list[int]] = {}  # pool -> its simulated nodes' indexes, found once for every pool
+    for index, node in enumerate(out):
+        places.setdefault(node.pool, []).append(index)
     for pool in pools:
         if pool.selector is None:
             continue
@@ -76,8 +79,7 @@ def _adopted(nodes: Sequence[Node], snapshot: ClusterSnapshot, pools: Iterable[N
         first = next((r for r in requirements if r.operator == "In"), None)
         candidates = snapshot.nodes_labelled(first.key, first.values) if first is not None else snapshot.nodes
         real = [found for found in candidates if _selects(requirements, found.label_map)]
-        places = [index for index, node in enumerate(out) if node.pool == pool.name]
-        for index, found in zip(places, real, strict=False):
+        for index, found in zip(places.get(pool.name, ()), real, strict=False):
             made = out[index]
             labels = {**dict(found.labels), **made.labels, HOSTNAME: found.name}
             out[index] = replace(made, name=found.name, labels=labels, scale_up=False)
