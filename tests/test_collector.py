@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 from builders import sourceless
+from cluster_from import snapshot_data
 from conftest import BLUEPRINTS, shipped_examples
 
 from gpustack.capacity import measure_capacity
 from gpustack.catalog import load_catalog
+from gpustack.cluster.drift import compare, format_markdown, format_text, report_data
+from gpustack.cluster.importer import import_snapshot
+from gpustack.cluster.snapshot import parse_snapshot
 from gpustack.collector import paused
 from gpustack.compile import compile_blueprint
 from gpustack.context import Context, unplaced
@@ -24,7 +28,8 @@ from gpustack.outputs import render_files, render_stream
 from gpustack.review.review import review_change
 from gpustack.review.snapshot import Snapshot
 from gpustack.simulate import run_simulation
-from gpustack.validation import validate_path
+from gpustack.validation import validate_path, validate_text
+from gpustack.yamlout import dump_yaml
 
 # Plain containers (what a Jinja sandbox's cycle is made of, with the kinds in JINJA); anything else is a bug.
 CONTAINERS = {"dict", "list", "tuple", "deque", "cell", "function", "set"}
@@ -174,3 +179,25 @@ def test_workloads_sharing_a_template_share_one_sandbox(cyclic_garbage: Any, tmp
     assert [w.template for w in result.blueprint.workloads].count("templates/finetune-job.yaml.j2") == 2
     assert _sandboxes(cyclic_garbage(lambda: validate_path(path))) == 1
     assert _sandboxes(cyclic_garbage(lambda: compile_blueprint(sourceless(result.blueprint)))) == 1  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_reading_a_cluster_makes_no_cycles_but_one_sandbox_per_template(cyclic_garbage: Any, path: Path) -> None:
+    """`gpustack drift` and `gpustack import` run paused whole (commands/): reading the snapshot, comparing it or
+    inferring a blueprint from it and validating that, the reports."""
+    blueprint = validate_path(path).blueprint
+    assert blueprint is not None
+    text = dump_yaml(snapshot_data(blueprint))
+
+    def stages() -> None:
+        context = sourceless(blueprint)
+        drift = compare(context, compile_blueprint(context), parse_snapshot(text, "cluster.yaml"), str(path))
+        format_text(drift)
+        format_markdown(drift)
+        report_data(drift)
+        imported = import_snapshot(parse_snapshot(text, "cluster.yaml"), "imported")
+        assert imported.text and validate_text(imported.text, "imported.yaml").ok
+
+    garbage = cyclic_garbage(stages)
+    assert _kinds(garbage) <= JINJA
+    assert _sandboxes(garbage) == _templates(path)

@@ -19,6 +19,7 @@ import click
 from gpustack.cluster.importer import Import, import_snapshot
 from gpustack.cluster.snapshot import ClusterSnapshot, read_snapshot
 from gpustack.codes import OUTPUT_UNSAFE
+from gpustack.collector import paused
 from gpustack.commands.options import FORMAT_NAMES, output_option
 from gpustack.commands.reporting import echo_text, stop_invalid
 from gpustack.diagnostic import Diagnostic, DiagnosticError, Severity, sort_diagnostics
@@ -112,7 +113,16 @@ def command(snapshot: str, out_file: str | None, legacy_out_file: str | None, na
     the snapshot's warnings) instead of the blueprint's YAML. Exit 0 when written, 1 when the snapshot is
     invalid or yields no valid blueprint.
     """
-    out = _one_file(out_file, legacy_out_file)
+    sys.exit(_import(snapshot, _one_file(out_file, legacy_out_file), name, output))
+
+
+@paused()
+def _import(snapshot: str, out: str | None, name: str | None, output: str) -> int:
+    """The command's work; its exit code (invalid input still stops it from inside, with its diagnostics).
+
+    Paused whole, as simulate and drift are: the stages' own pauses each ended with a young collection walking all
+    the stage had made (0.13 s at 13,000 nodes). It returns rather than exits, so that what it made is freed as it
+    returns, inside the pause."""
     try:
         loaded: ClusterSnapshot = read_snapshot(snapshot)
     except DiagnosticError as error:
@@ -128,7 +138,7 @@ def command(snapshot: str, out_file: str | None, legacy_out_file: str | None, na
         refused = any(d.severity is Severity.ERROR for d in result.diagnostics)  # too many pools for a blueprint
         why = "" if refused else "no node with NVIDIA GPUs that gpustack knows; "
         echo_text(f"{snapshot}: {why}nothing written", err=True)
-        sys.exit(1)
+        return 1
     check = validate_text(result.text, out or "<imported blueprint>")
     if any(d.severity is Severity.ERROR for d in check.diagnostics):
         # A bug in the importer, or a cluster gpustack cannot express: say so, write nothing.
@@ -139,7 +149,7 @@ def command(snapshot: str, out_file: str | None, legacy_out_file: str | None, na
             click.echo(_report_json(snapshot, result, None, written=False), nl=False)
         else:
             click.echo(result.text, nl=False)
-        sys.exit(0)
+        return 0
     try:
         _write(out, result.text)
     except OSError as error:
@@ -156,7 +166,7 @@ def command(snapshot: str, out_file: str | None, legacy_out_file: str | None, na
     pools = len(result.data["spec"]["nodePools"])
     tenants = len(result.data["spec"].get("tenants", []))
     echo_text(f"wrote {out}: {pools} pool(s), {tenants} tenant(s)", err=True)
-    sys.exit(0)
+    return 0
 
 
 def _stop_format(output: str) -> str:
