@@ -60,6 +60,15 @@ class Rejection:
 _CLASS_OF = attrgetter("node_class")
 
 
+def _reasons(rejections: Iterable[Rejection], sign: int = 1, counts: dict[str, int] | None = None) -> dict[str, int]:
+    """Reason -> nodes, as kube-scheduler's filter histogram counts them (into `counts`; `sign` -1 takes away)."""
+    counts = {} if counts is None else counts
+    for rejection in rejections:
+        for reason in rejection.verdict.reasons:
+            counts[reason] = counts.get(reason, 0) + sign * rejection.count
+    return counts
+
+
 @dataclass(frozen=True)
 class Settled:
     """One shape's refusals that no usage changes, and what kube-scheduler's message counts of them.
@@ -77,12 +86,8 @@ class Settled:
     @staticmethod
     def of(refusals: tuple[Rejection | None, ...]) -> Settled:
         listed = tuple(filter(None, refusals))
-        counts: dict[str, int] = {}
-        for rejection in listed:
-            for reason in rejection.verdict.reasons:
-                counts[reason] = counts.get(reason, 0) + rejection.count
         open_classes = tuple(i for i, r in enumerate(refusals) if r is None)
-        return Settled(refusals, listed, open_classes, Histogram.of(counts), sum(r.count for r in listed))
+        return Settled(refusals, listed, open_classes, Histogram.of(_reasons(listed)), sum(r.count for r in listed))
 
     def replacing(self, changed: dict[int, Rejection | None]) -> Settled:
         """These refusals with a few classes' replaced: the cost of the few, not of every class."""
@@ -95,8 +100,7 @@ class Settled:
             for sign, rejection in ((-1, refusals[index]), (1, refusal)):
                 if rejection is not None:
                     nodes += sign * rejection.count
-                    for reason in rejection.verdict.reasons:
-                        changes[reason] = changes.get(reason, 0) + sign * rejection.count
+                    _reasons((rejection,), sign, changes)
             (opened if refusal is None else closed).add(index)
             refusals[index] = refusal
         listed = tuple(filter(None, refusals))  # a Rejection is always true: C's filter, not a loop per class
@@ -119,10 +123,7 @@ class Refused:
 
     def reasons(self) -> Histogram:
         """Reason -> nodes over every refusal, as kube-scheduler's filter histogram counts them."""
-        counts: dict[str, int] = {}
-        for rejection in self.judged:
-            for reason in rejection.verdict.reasons:
-                counts[reason] = counts.get(reason, 0) + rejection.count
+        counts = _reasons(self.judged)
         return Histogram.of(counts) if self.settled is None else self.settled.histogram.plus(counts)
 
 
